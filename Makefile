@@ -1,0 +1,45 @@
+# Top-level entry points. Each target does all set-up on a fresh Debian 12
+# machine (missing Debian packages are installed with apt-get), then:
+#   make run    runs ge-run on the sample graph over plugins/samples and checks
+#               the outputs against an independent numpy reference
+#   make test   runs every test suite through CTest
+#   make bench  runs the benchmarks and prints their figures
+BUILD ?= build
+JOBS ?= $(shell nproc)
+PYTHON := /usr/bin/python3
+DEB_PACKAGES := cmake make g++ ccache python3 python3-dev python3-numpy python3-pytest \
+  libboost-python-dev libboost-filesystem-dev libboost-program-options-dev libboost-test-dev \
+  libspdlog-dev nlohmann-json3-dev libbenchmark-dev
+
+.PHONY: all deps configure build run test bench clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make: installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+configure: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGE_PYTHON_EXECUTABLE=$(PYTHON)
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	rm -rf $(BUILD)/run-out
+	$(BUILD)/bin/ge-run share/examples/attention_block.json --opp-path plugins/samples \
+	  --output-dir $(BUILD)/run-out --repeat 3
+	$(PYTHON) share/examples/check_attention_block.py $(BUILD)/run-out
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	$(BUILD)/bin/ge-bench-dispatch --benchmark_min_time=0.2
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,341 @@
+// dispatch.cc: argument binding and invocation of schema-bound callbacks.
+#include "dispatch.h"
+
+#include <stdexcept>
+
+#include "errors.h"
+#include "views.h"
+
+namespace ge::py {
+
+namespace {
+
+std::string DictStr(bp::object d, const char* key, const std::string& where) {
+  bp::object v = d.attr("get")(key);
+  bp::extract<std::string> s(v);
+  if (v.is_none() || !s.check()) throw std::invalid_argument(where + ": field '" + key + "' must be a str");
+  return s();
+}
+
+template <typename T, typename F>
+std::vector<T> ListOf(bp::object obj, AttrType type, const std::string& name, F&& item) {
+  if (!PyList_Check(obj.ptr())) {
+    RaiseTypeError("attr '" + name + "' must be a list for " + std::string(AttrTypeName(type)) + ", got " +
+                   Py_TYPE(obj.ptr())->tp_name);
+  }
+  std::vector<T> out;
+  const Py_ssize_t n = PyList_GET_SIZE(obj.ptr());
+  out.reserve(static_cast<std::size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    out.push_back(item(bp::object(bp::handle<>(bp::borrowed(PyList_GET_ITEM(obj.ptr(), i))))));
+  }
+  return out;
+}
+
+int64_t StrictInt(bp::object o, const std::string& name) {
+  if (!PyLong_Check(o.ptr()) || PyBool_Check(o.ptr())) {
+    RaiseTypeError("attr '" + name + "' expects int, got " + std::string(Py_TYPE(o.ptr())->tp_name));
+  }
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(o.ptr(), &overflow);
+  if (overflow) RaiseValueError("attr '" + name + "' does not fit in int64");
+  return v;
+}
+float StrictFloat(bp::object o, const std::string& name) {
+  if (!PyFloat_Check(o.ptr())) {
+    RaiseTypeError("attr '" + name + "' expects float, got " + std::string(Py_TYPE(o.ptr())->tp_name));
+  }
+  return static_cast<float>(PyFloat_AS_DOUBLE(o.ptr()));
+}
+bool StrictBool(bp::object o, const std::string& name) {
+  if (!PyBool_Check(o.ptr())) {
+    RaiseTypeError("attr '" + name + "' expects bool, got " + std::string(Py_TYPE(o.ptr())->tp_name));
+  }
+  return o.ptr() == Py_True;
+}
+std::string StrictStr(bp::object o, const std::string& name) {
+  if (!PyUnicode_Check(o.ptr())) {
+    RaiseTypeError("attr '" + name + "' expects str, got " + std::string(Py_TYPE(o.ptr())->tp_name));
+  }
+  return SafeStr(o.ptr());
+}
+
+bp::object IntList(const std::vector<int64_t>& v) {
+  bp::list l;
+  for (int64_t x : v) l.append(x);
+  return l;
+}
+
+// Owning PyObject* for the hot path (dropped in the current interpreter).
+struct Owned {
+  PyObject* p = nullptr;
+  Owned() = default;
+  explicit Owned(PyObject* o) : p(o) {}
+  ~Owned() { Py_XDECREF(p); }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  PyObject* release() {
+    PyObject* r = p;
+    p = nullptr;
+    return r;
+  }
+};
+
+ErrorInfo TypeErrorInfo(const CallSite& site, const std::string& text) {
+  ErrorInfo e;
+  e.plugin = site.plugin;
+  e.file = site.file;
+  e.call_site = site.method;
+  e.exception_type = "TypeError";
+  e.message = "TypeError: " + text;
+  return e;
+}
+
+}  // namespace
+
+std::shared_ptr<OpSchema> SchemaFromDict(bp::object d) {
+  auto s = std::make_shared<OpSchema>();
+  s->op_type = DictStr(d, "op_type", "prototype");
+  const std::string where = "prototype of '" + s->op_type + "'";
+  bp::object inputs = d["inputs"];
+  for (Py_ssize_t i = 0, n = bp::len(inputs); i < n; ++i) {
+    bp::object in = inputs[i];
+    IrInput ir;
+    ir.name = DictStr(in, "name", where);
+    std::string kind = DictStr(in, "kind", where);
+    if (kind == "required") ir.kind = IrInputKind::kRequired;
+    else if (kind == "optional") ir.kind = IrInputKind::kOptional;
+    else if (kind == "dynamic") ir.kind = IrInputKind::kDynamic;
+    else throw std::invalid_argument(where + ": unknown input kind '" + kind + "'");
+    s->inputs.push_back(ir);
+  }
+  bp::object outputs = d["outputs"];
+  for (Py_ssize_t i = 0, n = bp::len(outputs); i < n; ++i) {
+    bp::object out = outputs[i];
+    IrOutput ir;
+    ir.name = DictStr(out, "name", where);
+    std::string kind = DictStr(out, "kind", where);
+    if (kind == "required") ir.kind = IrOutputKind::kRequired;
+    else if (kind == "dynamic") ir.kind = IrOutputKind::kDynamic;
+    else throw std::invalid_argument(where + ": unknown output kind '" + kind + "'");
+    s->outputs.push_back(ir);
+  }
+  bp::object attrs = d["attrs"];
+  for (Py_ssize_t i = 0, n = bp::len(attrs); i < n; ++i) {
+    bp::object a = attrs[i];
+    IrAttr ir;
+    ir.name = DictStr(a, "name", where);
+    std::string type = DictStr(a, "type", where);
+    auto t = AttrTypeFromName(type);
+    if (!t) throw std::invalid_argument(where + ": attr '" + ir.name + "' has unknown type '" + type + "'");
+    ir.type = *t;
+    const bool required = bp::extract<bool>(a.attr("get")("required", true));
+    if (!required) ir.default_value = AttrFromPython(a["default"], ir.type, ir.name);
+    s->attrs.push_back(std::move(ir));
+  }
+  bp::object mutates = d.attr("get")("mutates", bp::list());
+  for (Py_ssize_t i = 0, n = bp::len(mutates); i < n; ++i) {
+    std::string in_name = bp::extract<std::string>(mutates[i][0]);
+    std::size_t out_index = bp::extract<std::size_t>(mutates[i][1]);
+    auto in_idx = s->FindInput(in_name);
+    if (!in_idx) throw std::invalid_argument(where + ": mutates names unknown input '" + in_name + "'");
+    s->aliases.emplace_back(*in_idx, out_index);
+  }
+  return s;
+}
+
+bp::object AttrToPython(const AttrValue& value, const LeasePtr& lease) {
+  switch (TypeOf(value)) {
+    case AttrType::VT_INT: return bp::object(std::get<int64_t>(value));
+    case AttrType::VT_FLOAT: return bp::object(static_cast<double>(std::get<float>(value)));
+    case AttrType::VT_BOOL: return bp::object(std::get<bool>(value));
+    case AttrType::VT_STRING: return bp::object(std::get<std::string>(value));
+    case AttrType::VT_DATA_TYPE: return DataTypeEnum(std::get<DataType>(value));
+    case AttrType::VT_TENSOR: {
+      const TensorAttr& t = std::get<TensorAttr>(value);
+      if (!t) return bp::object();
+      // The attribute owns its tensor; Python sees it read-only.
+      return MakeTensor(const_cast<Tensor*>(t.get()), std::const_pointer_cast<Tensor>(t), lease, true);
+    }
+    case AttrType::VT_LIST_INT: return IntList(std::get<std::vector<int64_t>>(value));
+    case AttrType::VT_LIST_FLOAT: {
+      bp::list l;
+      for (float f : std::get<std::vector<float>>(value)) l.append(static_cast<double>(f));
+      return l;
+    }
+    case AttrType::VT_LIST_BOOL: {
+      bp::list l;
+      for (bool b : std::get<std::vector<bool>>(value)) l.append(b);
+      return l;
+    }
+    case AttrType::VT_LIST_STRING: {
+      bp::list l;
+      for (const auto& s : std::get<std::vector<std::string>>(value)) l.append(s);
+      return l;
+    }
+    case AttrType::VT_LIST_DATA_TYPE: {
+      bp::list l;
+      for (DataType dt : std::get<std::vector<DataType>>(value)) l.append(DataTypeEnum(dt));
+      return l;
+    }
+    case AttrType::VT_LIST_LIST_INT: {
+      bp::list l;
+      for (const auto& v : std::get<std::vector<std::vector<int64_t>>>(value)) l.append(IntList(v));
+      return l;
+    }
+  }
+  return bp::object();
+}
+
+AttrValue AttrFromPython(bp::object o, AttrType type, const std::string& name) {
+  switch (type) {
+    case AttrType::VT_INT: return StrictInt(o, name);
+    case AttrType::VT_FLOAT: return StrictFloat(o, name);
+    case AttrType::VT_BOOL: return StrictBool(o, name);
+    case AttrType::VT_STRING: return StrictStr(o, name);
+    case AttrType::VT_DATA_TYPE: return DataTypeArg(o, "attr '" + name + "'");
+    case AttrType::VT_TENSOR: RaiseTypeError("attr '" + name + "': Tensor attributes cannot come from Python values");
+    case AttrType::VT_LIST_INT:
+      return ListOf<int64_t>(o, type, name, [&](bp::object x) { return StrictInt(x, name); });
+    case AttrType::VT_LIST_FLOAT:
+      return ListOf<float>(o, type, name, [&](bp::object x) { return StrictFloat(x, name); });
+    case AttrType::VT_LIST_BOOL:
+      return ListOf<bool>(o, type, name, [&](bp::object x) { return StrictBool(x, name); });
+    case AttrType::VT_LIST_STRING:
+      return ListOf<std::string>(o, type, name, [&](bp::object x) { return StrictStr(x, name); });
+    case AttrType::VT_LIST_DATA_TYPE:
+      return ListOf<DataType>(o, type, name, [&](bp::object x) { return DataTypeArg(x, "attr '" + name + "'"); });
+    case AttrType::VT_LIST_LIST_INT:
+      return ListOf<std::vector<int64_t>>(o, type, name, [&](bp::object x) {
+        return ListOf<int64_t>(x, AttrType::VT_LIST_INT, name, [&](bp::object y) { return StrictInt(y, name); });
+      });
+  }
+  RaiseTypeError("attr '" + name + "' has an unknown type");
+}
+
+Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContext* ctx, const CallSite& site,
+                     bool keep_python_error) {
+  auto lease = std::make_shared<Lease>(false);
+  LeaseScope scope(lease);  // expires every view handed out below, on every path
+  try {
+    const OpSchema& schema = ctx->GetSchema();
+    const InstanceLayout& layout = ctx->InputLayout();
+    Owned args(PyTuple_New(static_cast<Py_ssize_t>(schema.inputs.size())));
+    if (args.p == nullptr) bp::throw_error_already_set();
+    for (std::size_t k = 0; k < schema.inputs.size(); ++k) {
+      const std::size_t start = layout.Start(k);
+      const std::size_t count = layout.Count(k);
+      PyObject* item = nullptr;
+      if (schema.inputs[k].kind == IrInputKind::kDynamic) {
+        item = PyList_New(static_cast<Py_ssize_t>(count));
+        if (item == nullptr) bp::throw_error_already_set();
+        for (std::size_t i = 0; i < count; ++i) {
+          Tensor* t = ctx->GetInputTensor(start + i);
+          PyList_SET_ITEM(item, static_cast<Py_ssize_t>(i), bp::incref(MakeTensor(t, t->Owner(), lease).ptr()));
+        }
+      } else if (count == 0) {
+        item = Py_NewRef(Py_None);
+      } else {
+        Tensor* t = ctx->GetInputTensor(start);
+        item = bp::incref(MakeTensor(t, t->Owner(), lease).ptr());
+      }
+      PyTuple_SET_ITEM(args.p, static_cast<Py_ssize_t>(k), item);
+    }
+    Owned kwargs;
+    if (!schema.attrs.empty()) {
+      kwargs.p = PyDict_New();
+      if (kwargs.p == nullptr) bp::throw_error_already_set();
+      const RuntimeAttrs& attrs = ctx->GetAttrs();
+      for (std::size_t i = 0; i < schema.attrs.size(); ++i) {
+        bp::object v = AttrToPython(attrs.At(i), lease);
+        if (PyDict_SetItemString(kwargs.p, schema.attrs[i].name.c_str(), v.ptr()) < 0) bp::throw_error_already_set();
+      }
+    }
+    bp::object ctx_obj = MakeExecCtx(ctx, lease);
+    Owned token(PyContextVar_Set(ctx_var, ctx_obj.ptr()));
+    if (token.p == nullptr) bp::throw_error_already_set();
+    Owned result(PyObject_Call(method, args.p, kwargs.p));
+    {
+      // Restore the outer binding while keeping the callback's error pending.
+      PyObject *t, *v, *tb;
+      PyErr_Fetch(&t, &v, &tb);
+      if (PyContextVar_Reset(ctx_var, token.p) < 0) PyErr_Clear();
+      PyErr_Restore(t, v, tb);
+    }
+    if (result.p == nullptr) {
+      if (keep_python_error) return Status::Error("Python exception pending");
+      return Status::Error(FetchPythonError(site.plugin, site.file, site.method));
+    }
+    if (result.p != Py_None) {
+      ErrorInfo e = TypeErrorInfo(site, site.method + " must return None, got " + Py_TYPE(result.p)->tp_name);
+      if (keep_python_error) e.message = site.method + " must return None, got " + Py_TYPE(result.p)->tp_name;
+      return Status::Error(e);
+    }
+    return Status::Ok();
+  } catch (const bp::error_already_set&) {
+    if (keep_python_error) return Status::Error("Python exception pending");
+    return Status::Error(FetchPythonError(site.plugin, site.file, site.method));
+  } catch (const std::exception& e) {
+    ErrorInfo info;
+    info.plugin = site.plugin;
+    info.file = site.file;
+    info.call_site = site.method;
+    info.message = e.what();
+    return Status::Error(info);
+  }
+}
+
+Status InvokeInferMeta(PyObject* call_infer_meta, PyObject* proto, InferMetaContext* ctx, const CallSite& site) {
+  try {
+    const OpSchema& schema = ctx->GetSchema();
+    const InstanceLayout& layout = ctx->InputLayout();
+    bp::list inputs;
+    for (std::size_t k = 0; k < schema.inputs.size(); ++k) {
+      const std::size_t start = layout.Start(k);
+      const std::size_t count = layout.Count(k);
+      if (schema.inputs[k].kind == IrInputKind::kDynamic) {
+        bp::list l;
+        for (std::size_t i = 0; i < count; ++i) l.append(MakeOwnedTensorDesc(*ctx->GetInputDesc(start + i)));
+        inputs.append(l);
+      } else if (count == 0) {
+        inputs.append(bp::object());
+      } else {
+        inputs.append(MakeOwnedTensorDesc(*ctx->GetInputDesc(start)));
+      }
+    }
+    auto lease = std::make_shared<Lease>(true);
+    LeaseScope scope(lease);
+    bp::dict attrs;
+    for (std::size_t i = 0; i < schema.attrs.size(); ++i) {
+      attrs[schema.attrs[i].name] = AttrToPython(ctx->GetAttrs().At(i), lease);
+    }
+    bp::object fn(bp::handle<>(bp::borrowed(call_infer_meta)));
+    bp::object result = fn(bp::object(bp::handle<>(bp::borrowed(proto))), inputs, attrs);
+    // result: list of (output_ir_index, TensorDesc) in order.
+    std::vector<std::size_t> counts(schema.outputs.size(), 0);
+    std::vector<TensorDesc> outs;
+    for (Py_ssize_t i = 0, n = bp::len(result); i < n; ++i) {
+      bp::object pair = result[i];
+      std::size_t ir_index = bp::extract<std::size_t>(pair[0]);
+      if (ir_index >= counts.size()) {
+        return Status::Error(TypeErrorInfo(site, "infer_meta returned output index " + std::to_string(ir_index) +
+                                                     " beyond the IR's " + std::to_string(counts.size()) + " outputs"));
+      }
+      ++counts[ir_index];
+      outs.push_back(ExtractTensorDesc(pair[1], "infer_meta output " + std::to_string(ir_index)));
+    }
+    ctx->SetOutputs(std::move(outs), InstanceLayout(counts));
+    return Status::Ok();
+  } catch (const bp::error_already_set&) {
+    return Status::Error(FetchPythonError(site.plugin, site.file, site.method));
+  } catch (const std::exception& e) {
+    ErrorInfo info;
+    info.plugin = site.plugin;
+    info.file = site.file;
+    info.call_site = site.method;
+    info.message = e.what();
+    return Status::Error(info);
+  }
+}
+
+}  // namespace ge::py

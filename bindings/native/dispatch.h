@@ -1,0 +1,58 @@
+// dispatch.h: calling schema-bound Python callbacks from C++.
+//
+// Binds a node's tensors and attributes to the callback's parameters in IR
+// order (required -> Tensor, absent optional -> None, dynamic -> list[Tensor];
+// attributes as keywords), publishes the context through the interpreter's
+// ContextVar, calls, checks the result, and expires every borrowed object.
+// Shared by the plugin host and by ge.testing in a plain python3.
+//
+// Preconditions for every function: the GIL is held with the thread state of
+// the interpreter that owns the Python objects involved.
+#pragma once
+
+#include <boost/python.hpp>
+
+#include <memory>
+#include <string>
+
+#include "ge/op/contexts.h"
+#include "ge/op/op_schema.h"
+#include "ge/op/status.h"
+#include "lease.h"
+
+namespace ge::py {
+
+namespace bp = boost::python;
+
+// Builds the canonical IR from the dict of OpProto.to_dict() (ge.custom_op).
+// Throws std::invalid_argument naming the bad field.
+std::shared_ptr<OpSchema> SchemaFromDict(bp::object proto_dict);
+
+// Python value of an attribute; a VT_TENSOR value becomes a read-only Tensor
+// view on `lease`.
+bp::object AttrToPython(const AttrValue& value, const LeasePtr& lease);
+// The attribute value of `obj` for `type`; raises TypeError naming `name` when
+// the Python type does not match exactly (True is not an int, 1 is not a float).
+AttrValue AttrFromPython(bp::object obj, AttrType type, const std::string& name);
+
+// Who is being called, for error messages.
+struct CallSite {
+  std::string plugin;
+  std::string file;
+  std::string op_type;
+  std::string method;  // "execute", "infer_meta", ...
+};
+
+// execute(self, <inputs...>, *, <attrs...>) through `method` (a bound method),
+// with `ctx_var` (ge.custom_op's ContextVar) bound to the context for the call.
+// With keep_python_error, a Python exception raised by the callback stays
+// pending (for ge.testing, which re-raises it) instead of being converted.
+// A non-None result is a TypeError "<method> must return None" either way.
+Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContext* ctx, const CallSite& site,
+                     bool keep_python_error = false);
+
+// infer_meta: calls `call_infer_meta(proto, inputs, attrs)` (ge.custom_op._proto)
+// and stores its result in ctx.
+Status InvokeInferMeta(PyObject* call_infer_meta, PyObject* proto, InferMetaContext* ctx, const CallSite& site);
+
+}  // namespace ge::py

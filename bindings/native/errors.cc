@@ -1,0 +1,158 @@
+// The single Python-error converter of the project (see errors.h).
+#include "errors.h"
+
+#include <boost/python.hpp>
+
+#include "lease.h"
+
+namespace bp = boost::python;
+
+namespace ge::py {
+
+namespace {
+[[noreturn]] void Raise(PyObject* type, const std::string& msg) {
+  PyErr_SetString(type, msg.c_str());
+  bp::throw_error_already_set();
+  __builtin_unreachable();
+}
+
+// Owning reference that is dropped with the GIL held (the caller's scope).
+struct Ref {
+  PyObject* p = nullptr;
+  Ref() = default;
+  explicit Ref(PyObject* o) : p(o) {}
+  ~Ref() { Py_XDECREF(p); }
+  Ref(const Ref&) = delete;
+  Ref& operator=(const Ref&) = delete;
+  PyObject* get() const { return p; }
+  explicit operator bool() const { return p != nullptr; }
+};
+
+std::string Utf8(PyObject* unicode) {
+  Ref bytes(PyUnicode_AsEncodedString(unicode, "utf-8", "backslashreplace"));
+  if (!bytes) {
+    PyErr_Clear();
+    return "<undecodable text>";
+  }
+  return std::string(PyBytes_AS_STRING(bytes.get()), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes.get())));
+}
+}  // namespace
+
+void RaiseTypeError(const std::string& msg) { Raise(PyExc_TypeError, msg); }
+void RaiseValueError(const std::string& msg) { Raise(PyExc_ValueError, msg); }
+void RaiseRuntimeError(const std::string& msg) { Raise(PyExc_RuntimeError, msg); }
+void RaiseIndexError(const std::string& msg) { Raise(PyExc_IndexError, msg); }
+void RaiseKeyError(const std::string& msg) { Raise(PyExc_KeyError, msg); }
+
+std::string SafeStr(PyObject* obj) {
+  if (obj == nullptr) return "<null>";
+  Ref s(PyObject_Str(obj));
+  if (!s) {
+    PyErr_Clear();
+    return std::string("<unprintable ") + Py_TYPE(obj)->tp_name + " object>";
+  }
+  return Utf8(s.get());
+}
+
+ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, const std::string& call_site,
+                           const std::string& fallback_message) {
+  ErrorInfo info;
+  info.plugin = plugin;
+  info.file = file;
+  info.call_site = call_site;
+  if (!PyErr_Occurred()) {
+    info.message = fallback_message;
+    return info;
+  }
+  PyObject* raw_type = nullptr;
+  PyObject* raw_value = nullptr;
+  PyObject* raw_tb = nullptr;
+  PyErr_Fetch(&raw_type, &raw_value, &raw_tb);
+  PyErr_NormalizeException(&raw_type, &raw_value, &raw_tb);
+  Ref type(raw_type), value(raw_value), tb(raw_tb);
+  if (tb && value) PyException_SetTraceback(value.get(), tb.get());
+
+  info.exception_type = type ? reinterpret_cast<PyTypeObject*>(type.get())->tp_name : "Exception";
+  std::string text = value ? SafeStr(value.get()) : std::string();
+  info.message = info.exception_type + (text.empty() ? "" : ": " + text);
+
+  // SyntaxError carries its own location (the failing line is not a frame).
+  if (value && type && PyErr_GivenExceptionMatches(type.get(), PyExc_SyntaxError)) {
+    Ref fname(PyObject_GetAttrString(value.get(), "filename"));
+    Ref lineno(PyObject_GetAttrString(value.get(), "lineno"));
+    PyErr_Clear();
+    if (fname && fname.get() != Py_None && lineno && PyLong_Check(lineno.get())) {
+      info.location = SafeStr(fname.get()) + ":" + std::to_string(PyLong_AsLong(lineno.get()));
+    }
+  }
+  // Innermost frame of the traceback.
+  if (info.location.empty() && tb) {
+    PyTracebackObject* t = reinterpret_cast<PyTracebackObject*>(tb.get());
+    while (t->tb_next != nullptr) t = t->tb_next;
+    PyCodeObject* code = PyFrame_GetCode(t->tb_frame);
+    if (code != nullptr) {
+      Ref filename(PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename"));
+      Py_DECREF(code);
+      PyErr_Clear();
+      if (filename) info.location = SafeStr(filename.get()) + ":" + std::to_string(t->tb_lineno);
+    }
+  }
+  // Formatted traceback through the interpreter's own traceback module; if that
+  // fails (a broken interpreter), keep what we have.
+  Ref tbmod(PyImport_ImportModule("traceback"));
+  if (tbmod) {
+    Ref lines(PyObject_CallMethod(tbmod.get(), "format_exception", "OOO", type ? type.get() : Py_None,
+                                  value ? value.get() : Py_None, tb ? tb.get() : Py_None));
+    if (lines) {
+      Ref empty(PyUnicode_FromString(""));
+      Ref joined(empty ? PyUnicode_Join(empty.get(), lines.get()) : nullptr);
+      if (joined) info.traceback = Utf8(joined.get());
+    }
+  }
+  PyErr_Clear();
+  while (!info.traceback.empty() && info.traceback.back() == '\n') info.traceback.pop_back();
+  return info;
+}
+
+// ---- Lease -----------------------------------------------------------------
+
+Lease::~Lease() {
+  // Views are dropped at Expire(); a lease destroyed without Expire() (owned
+  // values) never adopted any.
+}
+
+void Lease::AdoptMemoryView(PyObject* memoryview) {
+  Py_INCREF(memoryview);
+  views_.push_back(memoryview);
+}
+
+void Lease::Expire() noexcept {
+  alive_ = false;
+  if (views_.empty()) return;
+  PyObject *t, *v, *tb;
+  PyErr_Fetch(&t, &v, &tb);  // keep a pending error (the callback's) intact
+  for (PyObject* mv : views_) {
+    PyObject* r = PyObject_CallMethod(mv, "release", nullptr);
+    if (r == nullptr) PyErr_Clear();  // exported further (BufferError): memory is kept alive by its owner
+    Py_XDECREF(r);
+    Py_DECREF(mv);
+  }
+  views_.clear();
+  PyErr_Restore(t, v, tb);
+}
+
+const std::shared_ptr<Lease>& Lease::Owned() {
+  static const std::shared_ptr<Lease> kOwned = std::make_shared<Lease>(false);
+  return kOwned;
+}
+
+void CheckAlive(const Lease& lease) {
+  if (!lease.alive()) RaiseRuntimeError("Borrowed native object has expired");
+}
+
+void CheckWritable(const Lease& lease) {
+  CheckAlive(lease);
+  if (lease.read_only()) RaiseRuntimeError("borrowed object is read-only");
+}
+
+}  // namespace ge::py

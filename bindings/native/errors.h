@@ -1,0 +1,36 @@
+// errors.h: raising Python exceptions from C++ through Boost.Python, and the
+// one place where a pending Python exception becomes a C++ ErrorInfo.
+#pragma once
+
+#include <Python.h>
+
+#include <string>
+
+#include "ge/op/status.h"
+
+namespace ge::py {
+
+// Set the Python error and throw boost::python::error_already_set. Each is only
+// valid with the GIL held, inside code called from Boost.Python or wrapped by
+// the caller in a try block.
+[[noreturn]] void RaiseTypeError(const std::string& msg);
+[[noreturn]] void RaiseValueError(const std::string& msg);
+[[noreturn]] void RaiseRuntimeError(const std::string& msg);
+[[noreturn]] void RaiseIndexError(const std::string& msg);
+[[noreturn]] void RaiseKeyError(const std::string& msg);
+
+// Converts the pending Python exception (and clears it) into ErrorInfo: type
+// name, message, formatted traceback, innermost frame location, plus the
+// plugin, file and call site given. Survives exceptions whose str() raises and
+// text that cannot be encoded as UTF-8 (backslash-escaped). SystemExit and
+// KeyboardInterrupt are converted like any other exception: the process never
+// exits because of plugin code. With no pending exception it describes a
+// failure with `fallback_message`. Precondition: the GIL is held.
+ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, const std::string& call_site,
+                           const std::string& fallback_message = "unknown Python error");
+
+// str(obj) as UTF-8 that never throws (backslash-escapes what cannot be
+// encoded; "<unprintable T object>" when str() itself raises). GIL held.
+std::string SafeStr(PyObject* obj);
+
+}  // namespace ge::py

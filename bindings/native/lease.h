@@ -1,0 +1,66 @@
+// lease.h: the lifetime token behind every borrowed native object.
+//
+// A callback scope (one execute, one infer_meta, ...) creates one Lease and
+// hands Python views that share it. When the scope ends the host calls
+// Expire(): from then on every view raises RuntimeError("Borrowed native object
+// has expired") instead of touching C++ memory that may be gone. Owned values
+// (a TensorDesc built by a plugin) use a lease that never expires.
+//
+// Threading: a Lease is only touched with the interpreter lock held, so plain
+// fields suffice. Memoryviews registered here are released on Expire() inside
+// the interpreter that created them (the caller's thread state must be current).
+#pragma once
+
+#include <Python.h>
+
+#include <memory>
+#include <vector>
+
+namespace ge::py {
+
+class Lease {
+ public:
+  explicit Lease(bool read_only = false) : read_only_(read_only) {}
+  ~Lease();
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+
+  bool alive() const noexcept { return alive_; }
+  bool read_only() const noexcept { return read_only_; }
+  // Takes a new reference to `memoryview`, released (memoryview.release()) and
+  // dropped at Expire(). Precondition: the GIL is held.
+  void AdoptMemoryView(PyObject* memoryview);
+  // Ends the scope. Precondition: the owning interpreter's thread state is current.
+  void Expire() noexcept;
+
+  // The shared never-expiring, writable lease of owned values.
+  static const std::shared_ptr<Lease>& Owned();
+
+ private:
+  bool alive_ = true;
+  bool read_only_;
+  std::vector<PyObject*> views_;
+};
+
+using LeasePtr = std::shared_ptr<Lease>;
+
+// Raises RuntimeError("Borrowed native object has expired") when !lease->alive().
+void CheckAlive(const Lease& lease);
+// Raises RuntimeError("borrowed object is read-only") when lease is read-only
+// (after the alive check).
+void CheckWritable(const Lease& lease);
+
+// RAII: expires a lease when the scope ends, even on error paths.
+class LeaseScope {
+ public:
+  explicit LeaseScope(LeasePtr lease) : lease_(std::move(lease)) {}
+  ~LeaseScope() { lease_->Expire(); }
+  LeaseScope(const LeaseScope&) = delete;
+  LeaseScope& operator=(const LeaseScope&) = delete;
+  const LeasePtr& get() const noexcept { return lease_; }
+
+ private:
+  LeasePtr lease_;
+};
+
+}  // namespace ge::py

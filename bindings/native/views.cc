@@ -1,0 +1,693 @@
+// views.cc: Shape, StorageShape, StorageFormat, ExpandDimsType, TensorDesc,
+// Tensor (with zero-copy .data and __array_interface__), the eager execution
+// context, and the stdout/stderr writer used to capture plugin output.
+#include "views.h"
+
+#include <cstdio>
+#include <mutex>
+#include <sstream>
+
+#include "errors.h"
+
+namespace ge::py {
+
+namespace {
+
+// ---- helpers ----------------------------------------------------------------
+
+bp::object RefuseInit(bp::tuple args, bp::dict) {
+  bp::object self = args[0];
+  std::string name = bp::extract<std::string>(self.attr("__class__").attr("__name__"));
+  RaiseTypeError(name + " cannot be constructed from Python: it is a borrowed native view handed to callbacks");
+}
+
+bp::object EnumMember(const char* module, const char* cls, int value) {
+  bp::object enum_cls = bp::import(module).attr(cls);
+  PyObject* r = PyObject_CallFunction(enum_cls.ptr(), "i", value);
+  if (r == nullptr) {  // a value the enum lacks: keep the int rather than fail a getter
+    PyErr_Clear();
+    return bp::object(value);
+  }
+  return bp::object(bp::handle<>(r));
+}
+
+bp::list DimsList(const ge::Shape& s) {
+  bp::list l;
+  for (std::size_t i = 0; i < s.GetDimNum(); ++i) l.append(s.GetDim(i));
+  return l;
+}
+
+int64_t IntArg(bp::object obj, const std::string& what) {
+  if (!PyLong_Check(obj.ptr()) || PyBool_Check(obj.ptr())) {
+    RaiseTypeError(what + " must be an int, got " + std::string(Py_TYPE(obj.ptr())->tp_name));
+  }
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+  if (overflow != 0) RaiseValueError(what + " does not fit in int64");
+  return v;
+}
+
+std::size_t IndexArg(bp::object obj, const std::string& what) {
+  int64_t v = IntArg(obj, what);
+  if (v < 0) RaiseTypeError(what + " must be a non-negative int, got " + std::to_string(v));
+  return static_cast<std::size_t>(v);
+}
+
+// ---- Shape ------------------------------------------------------------------
+
+bp::list ShapeDims(const ShapeView& v) { return DimsList(v.Get()); }
+std::size_t ShapeDimNum(const ShapeView& v) { return v.Get().GetDimNum(); }
+int64_t ShapeSize(const ShapeView& v) { return v.Get().GetShapeSize(); }
+int64_t ShapeGetDim(const ShapeView& v, bp::object i) {
+  const ge::Shape& s = v.Get();
+  int64_t idx = IntArg(i, "index");
+  if (idx < 0 || static_cast<std::size_t>(idx) >= s.GetDimNum()) {
+    RaiseValueError("dim index " + std::to_string(idx) + " out of range for rank " + std::to_string(s.GetDimNum()));
+  }
+  return s.GetDim(static_cast<std::size_t>(idx));
+}
+void ShapeSetDim(const ShapeView& v, bp::object i, bp::object value) {
+  ge::Shape& s = v.Mut();
+  int64_t idx = IntArg(i, "index");
+  int64_t val = IntArg(value, "dim value");
+  if (idx < 0 || static_cast<std::size_t>(idx) >= s.GetDimNum()) {
+    RaiseValueError("dim index " + std::to_string(idx) + " out of range for rank " + std::to_string(s.GetDimNum()));
+  }
+  s.SetDim(static_cast<std::size_t>(idx), val);
+}
+void ShapeAppendDim(const ShapeView& v, bp::object value) {
+  ge::Shape& s = v.Mut();
+  int64_t val = IntArg(value, "dim value");
+  if (s.GetDimNum() >= ge::kMaxDimNum) {
+    RaiseValueError("cannot append a dim: the shape already has the maximum rank " + std::to_string(ge::kMaxDimNum));
+  }
+  s.AppendDim(val);
+}
+bool ShapeIsScalar(const ShapeView& v) { return v.Get().IsScalar(); }
+void ShapeSetScalar(const ShapeView& v) { v.Mut().SetScalar(); }
+std::string ShapeRepr(const ShapeView& v) {
+  if (!v.alive()) return "<Shape (expired)>";
+  return "Shape(" + v.ptr->ToString() + ")";
+}
+bool ShapeEq(const ShapeView& v, bp::object other) {
+  bp::extract<const ShapeView&> as_view(other);
+  if (as_view.check()) return v.Get() == as_view().Get();
+  if (PyList_Check(other.ptr()) || PyTuple_Check(other.ptr())) {
+    try {
+      return v.Get() == ShapeFromPython(other, "shape");
+    } catch (const bp::error_already_set&) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  return false;
+}
+
+bp::object NewShapeView(ge::Shape* s, const std::shared_ptr<void>& keep, const LeasePtr& lease, bool ro) {
+  return bp::object(ShapeView{s, keep, lease, ro});
+}
+
+// ---- StorageShape -------------------------------------------------------------
+
+std::shared_ptr<StorageShapeView> NewStorageShape(bp::object origin, bp::object storage) {
+  auto owned = std::make_shared<ge::StorageShape>();
+  if (!origin.is_none() || !storage.is_none()) {
+    if (origin.is_none() || storage.is_none()) {
+      RaiseTypeError("StorageShape takes no arguments or both origin and storage");
+    }
+    *owned = ge::StorageShape(ShapeFromPython(origin, "origin"), ShapeFromPython(storage, "storage"));
+  }
+  auto v = std::make_shared<StorageShapeView>();
+  v->ptr = owned.get();
+  v->keep = owned;
+  v->lease = Lease::Owned();
+  return v;
+}
+
+bp::object SSOrigin(const StorageShapeView& v) {
+  return NewShapeView(&v.Get().MutableOriginShape(), v.keep, v.lease, v.read_only);
+}
+bp::object SSStorage(const StorageShapeView& v) {
+  return NewShapeView(&v.Get().MutableStorageShape(), v.keep, v.lease, v.read_only);
+}
+void SSSetOrigin(const StorageShapeView& v, bp::object dims) {
+  ge::Shape s = ShapeFromPython(dims, "origin shape");
+  v.Mut().MutableOriginShape() = s;
+}
+void SSSetStorage(const StorageShapeView& v, bp::object dims) {
+  ge::Shape s = ShapeFromPython(dims, "storage shape");
+  v.Mut().MutableStorageShape() = s;
+}
+std::string SSRepr(const StorageShapeView& v) {
+  if (!v.alive()) return "<StorageShape (expired)>";
+  return "StorageShape(origin=" + v.ptr->GetOriginShape().ToString() + ", storage=" +
+         v.ptr->GetStorageShape().ToString() + ")";
+}
+bool SSEq(const StorageShapeView& v, bp::object other) {
+  bp::extract<const StorageShapeView&> o(other);
+  return o.check() && v.Get() == o().Get();
+}
+
+// ---- ExpandDimsType (owned snapshot) -----------------------------------------
+
+std::shared_ptr<ge::ExpandDimsType> NewExpandDims(bp::object rule) {
+  if (rule.is_none()) return std::make_shared<ge::ExpandDimsType>();
+  if (PyUnicode_Check(rule.ptr())) {
+    try {
+      return std::make_shared<ge::ExpandDimsType>(std::string(bp::extract<std::string>(rule)));
+    } catch (const std::invalid_argument& e) {
+      RaiseValueError(e.what());
+    }
+  }
+  if (PyLong_Check(rule.ptr()) && !PyBool_Check(rule.ptr())) {
+    try {
+      return std::make_shared<ge::ExpandDimsType>(IntArg(rule, "expand dims mask"));
+    } catch (const std::invalid_argument& e) {
+      RaiseValueError(e.what());
+    }
+  }
+  RaiseTypeError("ExpandDimsType takes a rule string such as \"101\" or an int mask, got " +
+                 std::string(Py_TYPE(rule.ptr())->tp_name));
+}
+std::string EdtRepr(const ge::ExpandDimsType& e) { return "ExpandDimsType(\"" + e.ToString() + "\")"; }
+bool EdtIsExpand(const ge::ExpandDimsType& e, bp::object i) { return e.IsExpandIndex(IndexArg(i, "index")); }
+
+// ---- StorageFormat ------------------------------------------------------------
+
+ge::Format FormatArg(bp::object obj, const std::string& what) {
+  int64_t v = IntArg(obj, what);
+  return static_cast<ge::Format>(v);
+}
+
+std::shared_ptr<StorageFormatView> NewStorageFormat(bp::object origin, bp::object storage, bp::object expand) {
+  auto owned = std::make_shared<ge::StorageFormat>();
+  if (!origin.is_none()) owned->SetOriginFormat(FormatArg(origin, "origin_format"));
+  owned->SetStorageFormat(storage.is_none() ? owned->GetOriginFormat() : FormatArg(storage, "storage_format"));
+  if (!expand.is_none()) {
+    bp::extract<const ge::ExpandDimsType&> e(expand);
+    if (!e.check()) RaiseTypeError("expand_dims_type must be an ExpandDimsType");
+    owned->SetExpandDimsType(e());
+  }
+  auto v = std::make_shared<StorageFormatView>();
+  v->ptr = owned.get();
+  v->keep = owned;
+  v->lease = Lease::Owned();
+  return v;
+}
+bp::object SFOrigin(const StorageFormatView& v) { return FormatEnum(v.Get().GetOriginFormat()); }
+bp::object SFStorage(const StorageFormatView& v) { return FormatEnum(v.Get().GetStorageFormat()); }
+ge::ExpandDimsType SFExpand(const StorageFormatView& v) { return v.Get().GetExpandDimsType(); }
+void SFSetOrigin(const StorageFormatView& v, bp::object f) { v.Mut().SetOriginFormat(FormatArg(f, "format")); }
+void SFSetStorage(const StorageFormatView& v, bp::object f) { v.Mut().SetStorageFormat(FormatArg(f, "format")); }
+void SFSetExpand(const StorageFormatView& v, bp::object e) {
+  bp::extract<const ge::ExpandDimsType&> x(e);
+  if (!x.check()) RaiseTypeError("expand_dims_type must be an ExpandDimsType");
+  v.Mut().SetExpandDimsType(x());
+}
+
+// ---- TensorDesc ---------------------------------------------------------------
+
+std::shared_ptr<TensorDescView> NewTensorDesc(bp::object shape, bp::object data_type) {
+  auto owned = std::make_shared<ge::TensorDesc>();
+  if (shape.is_none()) {
+    owned->shape = ge::StorageShape();
+  } else if (PyList_Check(shape.ptr())) {
+    owned->shape = ge::StorageShape(ShapeFromPython(shape, "TensorDesc shape"));
+  } else {
+    bp::extract<const StorageShapeView&> ss(shape);
+    if (!ss.check()) {
+      RaiseTypeError("TensorDesc shape must be a StorageShape, a list of ints or None, got " +
+                     std::string(Py_TYPE(shape.ptr())->tp_name));
+    }
+    owned->shape = ss().Get();  // copied
+  }
+  owned->data_type = DataTypeArg(data_type, "TensorDesc data_type");
+  auto v = std::make_shared<TensorDescView>();
+  v->ptr = owned.get();
+  v->keep = owned;
+  v->lease = Lease::Owned();
+  return v;
+}
+bp::object TDShape(const TensorDescView& v) {
+  return bp::object(StorageShapeView{&v.Get().shape, v.keep, v.lease, v.read_only});
+}
+bp::object TDOrigin(const TensorDescView& v) {
+  return NewShapeView(&v.Get().shape.MutableOriginShape(), v.keep, v.lease, v.read_only);
+}
+bp::object TDStorage(const TensorDescView& v) {
+  return NewShapeView(&v.Get().shape.MutableStorageShape(), v.keep, v.lease, v.read_only);
+}
+bp::object TDFormat(const TensorDescView& v) {
+  return bp::object(StorageFormatView{&v.Get().format, v.keep, v.lease, v.read_only});
+}
+bp::object TDDataType(const TensorDescView& v) { return DataTypeEnum(v.Get().data_type); }
+void TDSetDataType(const TensorDescView& v, bp::object dt) {
+  ge::DataType d = DataTypeArg(dt, "data_type");
+  v.Mut().data_type = d;
+}
+std::string TDRepr(const TensorDescView& v) {
+  if (!v.alive()) return "<TensorDesc (expired)>";
+  return "TensorDesc(" + v.ptr->shape.GetStorageShape().ToString() + ", " + ge::DataTypeName(v.ptr->data_type) + ")";
+}
+bool TDEq(const TensorDescView& v, bp::object other) {
+  bp::extract<const TensorDescView&> o(other);
+  return o.check() && v.Get() == o().Get();
+}
+
+// ---- Tensor -------------------------------------------------------------------
+
+// The buffer exporter behind Tensor.data: a tiny static type implementing the
+// buffer protocol (a memoryview over it is zero-copy). It keeps the tensor's
+// buffer owner alive, so a view kept past the callback never reads freed memory;
+// the memoryview itself is released when the callback's lease expires.
+struct TensorBufferObject {
+  PyObject_HEAD
+  void* buf;
+  Py_ssize_t len;
+  Py_ssize_t itemsize;
+  int readonly;
+  int ndim;
+  char format[4];
+  Py_ssize_t shape[ge::kMaxDimNum + 1];
+  Py_ssize_t strides[ge::kMaxDimNum + 1];
+  std::shared_ptr<void>* keep;
+};
+
+int TensorBufferGet(PyObject* self, Py_buffer* view, int flags) {
+  auto* o = reinterpret_cast<TensorBufferObject*>(self);
+  if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && o->readonly) {
+    PyErr_SetString(PyExc_BufferError, "tensor data is read-only");
+    return -1;
+  }
+  view->obj = Py_NewRef(self);
+  view->buf = o->buf;
+  view->len = o->len;
+  view->readonly = o->readonly;
+  view->itemsize = o->itemsize;
+  view->format = (flags & PyBUF_FORMAT) ? o->format : nullptr;
+  view->ndim = o->ndim;
+  view->shape = (flags & PyBUF_ND) ? o->shape : nullptr;
+  view->strides = ((flags & PyBUF_STRIDES) == PyBUF_STRIDES) ? o->strides : nullptr;
+  view->suboffsets = nullptr;
+  view->internal = nullptr;
+  return 0;
+}
+
+void TensorBufferDealloc(PyObject* self) {
+  auto* o = reinterpret_cast<TensorBufferObject*>(self);
+  delete o->keep;
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyBufferProcs g_tensor_buffer_procs = {TensorBufferGet, nullptr};
+
+PyTypeObject g_tensor_buffer_type = [] {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "_ge_native._TensorBuffer";
+  t.tp_basicsize = sizeof(TensorBufferObject);
+  t.tp_dealloc = TensorBufferDealloc;
+  t.tp_as_buffer = &g_tensor_buffer_procs;
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION;
+  t.tp_doc = "Buffer exporter behind Tensor.data (internal).";
+  return t;
+}();
+
+bp::object TensorData(const TensorView& v) {
+  ge::Tensor& t = v.Get();
+  if (!t.HasData()) {
+    RaiseRuntimeError("tensor has no host data (compile-time tensors carry metadata only)");
+  }
+  const ge::Shape& shape = t.GetStorageShape();
+  auto* o = PyObject_New(TensorBufferObject, &g_tensor_buffer_type);
+  if (o == nullptr) bp::throw_error_already_set();
+  o->keep = new std::shared_ptr<void>(v.keep);
+  o->buf = t.GetAddr();
+  o->len = static_cast<Py_ssize_t>(t.GetSize());
+  o->readonly = (t.IsReadOnly() || v.read_only || v.lease->read_only()) ? 1 : 0;
+  std::optional<char> fmt = ge::DataTypeStructFormat(t.GetDataType());
+  const std::size_t elem = ge::DataTypeSize(t.GetDataType());
+  o->format[0] = fmt ? *fmt : 'B';
+  o->format[1] = '\0';
+  o->itemsize = fmt ? static_cast<Py_ssize_t>(elem) : 1;
+  o->ndim = static_cast<int>(shape.GetDimNum());
+  for (int i = 0; i < o->ndim; ++i) o->shape[i] = static_cast<Py_ssize_t>(shape.GetDim(static_cast<std::size_t>(i)));
+  if (!fmt && elem > 1) {  // plain bytes: the last dim counts bytes
+    if (o->ndim == 0) {
+      o->ndim = 1;
+      o->shape[0] = static_cast<Py_ssize_t>(elem);
+    } else {
+      o->shape[o->ndim - 1] *= static_cast<Py_ssize_t>(elem);
+    }
+  }
+  Py_ssize_t stride = o->itemsize;
+  for (int i = o->ndim - 1; i >= 0; --i) {
+    o->strides[i] = stride;
+    stride *= o->shape[i];
+  }
+  if (stride != o->len && o->len != 0) {
+    Py_DECREF(o);
+    RaiseRuntimeError("tensor buffer of " + std::to_string(t.GetSize()) + " bytes does not match its shape " +
+                      shape.ToString());
+  }
+  PyObject* mv = PyMemoryView_FromObject(reinterpret_cast<PyObject*>(o));
+  Py_DECREF(o);
+  if (mv == nullptr) bp::throw_error_already_set();
+  if (v.lease != Lease::Owned()) v.lease->AdoptMemoryView(mv);
+  return bp::object(bp::handle<>(mv));
+}
+
+bp::dict TensorArrayInterface(const TensorView& v) {
+  ge::Tensor& t = v.Get();
+  if (!t.HasData()) RaiseRuntimeError("tensor has no host data (compile-time tensors carry metadata only)");
+  bp::dict d;
+  bp::list shape = DimsList(t.GetStorageShape());
+  d["shape"] = bp::tuple(shape);
+  d["typestr"] = ge::DataTypeTypestr(t.GetDataType());
+  const bool ro = t.IsReadOnly() || v.read_only || v.lease->read_only();
+  d["data"] = bp::make_tuple(reinterpret_cast<uintptr_t>(t.GetAddr()), ro);
+  d["strides"] = bp::object();
+  d["version"] = 3;
+  return d;
+}
+
+uintptr_t TensorAddr(const TensorView& v) { return reinterpret_cast<uintptr_t>(v.Get().GetAddr()); }
+std::size_t TensorSize(const TensorView& v) { return v.Get().GetSize(); }
+int64_t TensorShapeSize(const TensorView& v) { return v.Get().GetShapeSize(); }
+bp::object TensorShape(const TensorView& v) {
+  return bp::object(StorageShapeView{&v.Get().MutableDesc().shape, v.keep, v.lease, v.read_only});
+}
+bp::object TensorStorageShape(const TensorView& v) {
+  return NewShapeView(&v.Get().MutableDesc().shape.MutableStorageShape(), v.keep, v.lease, v.read_only);
+}
+bp::object TensorOriginShape(const TensorView& v) {
+  return NewShapeView(&v.Get().MutableDesc().shape.MutableOriginShape(), v.keep, v.lease, v.read_only);
+}
+bp::object TensorFormat(const TensorView& v) {
+  return bp::object(StorageFormatView{&v.Get().MutableDesc().format, v.keep, v.lease, v.read_only});
+}
+bp::object TensorStorageFormat(const TensorView& v) { return FormatEnum(v.Get().Desc().format.GetStorageFormat()); }
+bp::object TensorOriginFormat(const TensorView& v) { return FormatEnum(v.Get().Desc().format.GetOriginFormat()); }
+ge::ExpandDimsType TensorExpand(const TensorView& v) { return v.Get().Desc().format.GetExpandDimsType(); }
+bp::object TensorDataType(const TensorView& v) { return DataTypeEnum(v.Get().GetDataType()); }
+bp::object TensorPlacementOf(const TensorView& v) {
+  return EnumMember("ge.runtime", "TensorPlacement", v.Get().Desc().placement);
+}
+std::string TensorRepr(const TensorView& v) {
+  if (!v.alive()) return "<Tensor (expired)>";
+  return "<Tensor " + v.ptr->Desc().ToString() + (v.ptr->HasData() ? "" : " (no data)") + ">";
+}
+
+// ---- EagerOpExecutionContext -----------------------------------------------------
+
+bp::object CtxGetInput(const ExecCtxView& v, bp::object index) {
+  auto& ctx = v.Get();
+  std::size_t i = IndexArg(index, "input index");
+  ge::Tensor* t = ctx.GetInputTensor(i);
+  if (t == nullptr) {
+    RaiseIndexError("input index " + std::to_string(i) + " out of range: the node has " +
+                    std::to_string(ctx.GetInputNum()) + " input instance(s)");
+  }
+  return MakeTensor(t, t->Owner(), v.lease);
+}
+bp::object CtxGetOutput(const ExecCtxView& v, bp::object index) {
+  auto& ctx = v.Get();
+  std::size_t i = IndexArg(index, "output index");
+  if (i >= ctx.GetOutputNum()) {
+    RaiseIndexError("output index " + std::to_string(i) + " out of range: the node has " +
+                    std::to_string(ctx.GetOutputNum()) + " output instance(s)");
+  }
+  ge::Tensor* t = ctx.GetOutputTensor(i);
+  if (t == nullptr) return bp::object();
+  return MakeTensor(t, t->Owner(), v.lease);
+}
+bp::object CtxMallocOutput(const ExecCtxView& v, bp::object index, bp::object shape, bp::object dtype) {
+  auto& ctx = v.Get();
+  std::size_t i = IndexArg(index, "output index");
+  ge::StorageShape ss;
+  bp::extract<const StorageShapeView&> as_ss(shape);
+  if (as_ss.check()) {
+    ss = as_ss().Get();
+  } else {
+    ss = ge::StorageShape(ShapeFromPython(shape, "output shape"));
+  }
+  ge::DataType dt = DataTypeArg(dtype, "output data_type", /*strict_enum=*/false);
+  ge::Tensor* t = nullptr;
+  try {
+    t = ctx.MallocOutputTensor(i, ss, dt);
+  } catch (const std::out_of_range& e) {
+    RaiseIndexError(e.what());
+  } catch (const std::invalid_argument& e) {
+    RaiseValueError(e.what());
+  } catch (const std::logic_error& e) {
+    RaiseRuntimeError(e.what());
+  }
+  return MakeTensor(t, t->Owner(), v.lease);
+}
+bp::object CtxRefInput(const ExecCtxView& v, bp::object out_index, bp::object in_index) {
+  auto& ctx = v.Get();
+  std::size_t o = IndexArg(out_index, "output index");
+  std::size_t i = IndexArg(in_index, "input index");
+  ge::Tensor* t = nullptr;
+  try {
+    t = ctx.MakeOutputRefInput(o, i);
+  } catch (const std::out_of_range& e) {
+    RaiseIndexError(e.what());
+  } catch (const std::logic_error& e) {
+    RaiseRuntimeError(e.what());
+  }
+  return MakeTensor(t, t->Owner(), v.lease);
+}
+bp::object CtxMallocWorkspace(const ExecCtxView& v, bp::object size) {
+  auto& ctx = v.Get();
+  int64_t n = IntArg(size, "workspace size");
+  if (n <= 0) RaiseValueError("workspace size must be positive, got " + std::to_string(n));
+  void* p = ctx.MallocWorkspace(static_cast<std::size_t>(n));
+  PyObject* mv = PyMemoryView_FromMemory(static_cast<char*>(p), static_cast<Py_ssize_t>(n), PyBUF_WRITE);
+  if (mv == nullptr) bp::throw_error_already_set();
+  v.lease->AdoptMemoryView(mv);
+  return bp::object(bp::handle<>(mv));
+}
+uintptr_t CtxStream(const ExecCtxView& v) { return reinterpret_cast<uintptr_t>(v.Get().GetStream()); }
+std::size_t CtxInputNum(const ExecCtxView& v) { return v.Get().GetInputNum(); }
+std::size_t CtxOutputNum(const ExecCtxView& v) { return v.Get().GetOutputNum(); }
+bool CtxActive(const ExecCtxView& v) { return v.alive(); }
+
+// ---- stdout / stderr capture ----------------------------------------------------
+
+std::mutex g_sink_mu;  // guards g_sink only; never held while calling Python
+LogSink g_sink;
+
+void Emit(const std::string& plugin, bool is_stderr, const std::string& line) {
+  LogSink sink;
+  {
+    std::lock_guard<std::mutex> lock(g_sink_mu);
+    sink = g_sink;
+  }
+  if (sink) {
+    sink(plugin, is_stderr, line);
+  } else {
+    std::fprintf(is_stderr ? stderr : stdout, "[%s] %s\n", plugin.c_str(), line.c_str());
+  }
+}
+
+void MakeImmutable(bp::object cls) {
+  // Boost.Python classes are one object shared by every interpreter (the module
+  // is single-phase); forbid plugins from changing them (DESIGN.md).
+  reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_flags |= Py_TPFLAGS_IMMUTABLETYPE;
+  PyType_Modified(reinterpret_cast<PyTypeObject*>(cls.ptr()));
+}
+
+}  // namespace
+
+// ---- public factories -------------------------------------------------------------
+
+bp::object MakeTensor(ge::Tensor* t, std::shared_ptr<void> keep, const LeasePtr& lease, bool read_only) {
+  return bp::object(TensorView{t, std::move(keep), lease, read_only});
+}
+
+bp::object MakeExecCtx(ge::EagerOpExecutionContext* ctx, const LeasePtr& lease) {
+  return bp::object(ExecCtxView{ctx, nullptr, lease, false});
+}
+
+bp::object MakeOwnedTensorDesc(const ge::TensorDesc& desc) {
+  auto owned = std::make_shared<ge::TensorDesc>(desc);
+  return bp::object(TensorDescView{owned.get(), owned, Lease::Owned(), false});
+}
+
+ge::TensorDesc ExtractTensorDesc(bp::object obj, const std::string& what) {
+  bp::extract<const TensorDescView&> td(obj);
+  if (!td.check()) {
+    RaiseTypeError(what + " must be a TensorDesc, got " + std::string(Py_TYPE(obj.ptr())->tp_name));
+  }
+  return td().Get();
+}
+
+bp::object DataTypeEnum(int value) { return EnumMember("ge.graph", "DataType", value); }
+bp::object FormatEnum(int value) { return EnumMember("ge.graph", "Format", value); }
+
+ge::DataType DataTypeArg(bp::object obj, const std::string& what, bool strict_enum) {
+  bp::object dt_cls = bp::import("ge.graph").attr("DataType");
+  const int is_enum = PyObject_IsInstance(obj.ptr(), dt_cls.ptr());
+  if (is_enum < 0) bp::throw_error_already_set();
+  if (is_enum == 0 && (strict_enum || !PyLong_Check(obj.ptr()) || PyBool_Check(obj.ptr()))) {
+    RaiseTypeError(what + " must be a ge.graph.DataType, got " + std::string(Py_TYPE(obj.ptr())->tp_name));
+  }
+  int64_t v = IntArg(obj, what);
+  if (v >= ge::DT_MAX || v < 0) {
+    RaiseValueError(what + " " + std::to_string(v) + " is out of range: it must be below DT_MAX (" +
+                    std::to_string(static_cast<int>(ge::DT_MAX)) + ")");
+  }
+  if (!ge::IsKnownDataType(v)) RaiseValueError(what + " " + std::to_string(v) + " is not a known DataType");
+  return static_cast<ge::DataType>(v);
+}
+
+ge::Shape ShapeFromPython(bp::object obj, const std::string& what) {
+  bp::extract<const ShapeView&> sv(obj);
+  if (sv.check()) return sv().Get();
+  if (!PyList_Check(obj.ptr()) && !PyTuple_Check(obj.ptr())) {
+    RaiseTypeError(what + " must be a list of ints, got " + std::string(Py_TYPE(obj.ptr())->tp_name));
+  }
+  const Py_ssize_t n = PySequence_Size(obj.ptr());
+  if (static_cast<std::size_t>(n) > ge::kMaxDimNum) {
+    RaiseValueError(what + " has " + std::to_string(n) + " dims, more than the maximum rank " +
+                    std::to_string(ge::kMaxDimNum));
+  }
+  ge::Shape s;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    bp::object item(bp::handle<>(PySequence_GetItem(obj.ptr(), i)));
+    s.AppendDim(IntArg(item, what + " dim " + std::to_string(i)));
+  }
+  return s;
+}
+
+void SetLogSink(LogSink sink) {
+  std::lock_guard<std::mutex> lock(g_sink_mu);
+  g_sink = std::move(sink);
+}
+
+void RegisterViews() {
+  if (PyType_Ready(&g_tensor_buffer_type) < 0) bp::throw_error_already_set();
+
+  bp::object shape_cls =
+      bp::class_<ShapeView>("Shape", "A tensor shape view (borrowed; expires with its callback or owner).", bp::no_init)
+          .def("__init__", bp::raw_function(&RefuseInit))
+          .add_property("dims", &ShapeDims, "Dims as a new list[int].")
+          .add_property("dim_num", &ShapeDimNum, "Rank.")
+          .add_property("size", &ShapeSize, "Number of elements (1 for a scalar, -1 with unknown dims).")
+          .def("get_dim", &ShapeGetDim, "get_dim(i) -> int; ValueError when out of range.")
+          .def("set_dim", &ShapeSetDim, "set_dim(i, v); ValueError when out of range; RuntimeError when read-only.")
+          .def("append_dim", &ShapeAppendDim, "append_dim(v); ValueError past the maximum rank.")
+          .def("is_scalar", &ShapeIsScalar)
+          .def("set_scalar", &ShapeSetScalar)
+          .def("__len__", &ShapeDimNum)
+          .def("__eq__", &ShapeEq)
+          .def("__repr__", &ShapeRepr);
+  MakeImmutable(shape_cls);
+
+  bp::object ss_cls =
+      bp::class_<StorageShapeView>("StorageShape",
+                                   "Origin and storage shapes. StorageShape() or StorageShape(origin, storage) is owned; "
+                                   "a tensor's is a view.",
+                                   bp::no_init)
+          .def("__init__", bp::make_constructor(&NewStorageShape, bp::default_call_policies(),
+                                                (bp::arg("origin") = bp::object(), bp::arg("storage") = bp::object())))
+          .add_property("origin_shape", &SSOrigin)
+          .add_property("storage_shape", &SSStorage)
+          .def("set_origin_shape", &SSSetOrigin)
+          .def("set_storage_shape", &SSSetStorage)
+          .def("__eq__", &SSEq)
+          .def("__repr__", &SSRepr);
+  MakeImmutable(ss_cls);
+
+  bp::object edt_cls =
+      bp::class_<ge::ExpandDimsType>("ExpandDimsType", "Expand-dims rule (\"101\" string or int mask); owned value.",
+                                     bp::no_init)
+          .def("__init__", bp::make_constructor(&NewExpandDims, bp::default_call_policies(),
+                                                (bp::arg("rule") = bp::object())))
+          .add_property("rule", &ge::ExpandDimsType::ToString)
+          .add_property("mask", &ge::ExpandDimsType::GetMask)
+          .add_property("rule_size", &ge::ExpandDimsType::GetRuleSize)
+          .def("is_expand_index", &EdtIsExpand)
+          .def("__eq__", +[](const ge::ExpandDimsType& a, bp::object b) {
+            bp::extract<const ge::ExpandDimsType&> e(b);
+            return e.check() && a == e();
+          })
+          .def("__repr__", &EdtRepr);
+  MakeImmutable(edt_cls);
+
+  bp::object sf_cls =
+      bp::class_<StorageFormatView>("StorageFormat", "Origin/storage formats and expand-dims rule.", bp::no_init)
+          .def("__init__", bp::make_constructor(&NewStorageFormat, bp::default_call_policies(),
+                                                (bp::arg("origin_format") = bp::object(),
+                                                 bp::arg("storage_format") = bp::object(),
+                                                 bp::arg("expand_dims_type") = bp::object())))
+          .add_property("origin_format", &SFOrigin)
+          .add_property("storage_format", &SFStorage)
+          .add_property("expand_dims_type", &SFExpand)
+          .def("set_origin_format", &SFSetOrigin)
+          .def("set_storage_format", &SFSetStorage)
+          .def("set_expand_dims_type", &SFSetExpand);
+  MakeImmutable(sf_cls);
+
+  bp::object td_cls =
+      bp::class_<TensorDescView>("TensorDesc", "TensorDesc(shape, data_type): owned shape + dtype description.",
+                                 bp::no_init)
+          .def("__init__", bp::make_constructor(&NewTensorDesc, bp::default_call_policies(),
+                                                (bp::arg("shape"), bp::arg("data_type"))))
+          .add_property("shape", &TDShape, "StorageShape view; expires with this TensorDesc.")
+          .add_property("origin_shape", &TDOrigin)
+          .add_property("storage_shape", &TDStorage)
+          .add_property("format", &TDFormat)
+          .add_property("data_type", &TDDataType, &TDSetDataType)
+          .def("__eq__", &TDEq)
+          .def("__repr__", &TDRepr);
+  MakeImmutable(td_cls);
+
+  bp::object tensor_cls =
+      bp::class_<TensorView>("Tensor", "A borrowed tensor view handed to a callback; expires when it returns.",
+                             bp::no_init)
+          .def("__init__", bp::raw_function(&RefuseInit))
+          .add_property("addr", &TensorAddr, "Host address of the data (int).")
+          .add_property("size", &TensorSize, "Data size in bytes.")
+          .add_property("shape_size", &TensorShapeSize)
+          .add_property("shape", &TensorShape)
+          .add_property("storage_shape", &TensorStorageShape)
+          .add_property("origin_shape", &TensorOriginShape)
+          .add_property("format", &TensorFormat)
+          .add_property("storage_format", &TensorStorageFormat)
+          .add_property("origin_format", &TensorOriginFormat)
+          .add_property("expand_dims_type", &TensorExpand)
+          .add_property("data_type", &TensorDataType)
+          .add_property("placement", &TensorPlacementOf)
+          .add_property("data", &TensorData, "Zero-copy memoryview of the host data (C-contiguous, typed format).")
+          .add_property("__array_interface__", &TensorArrayInterface)
+          .def("__repr__", &TensorRepr);
+  MakeImmutable(tensor_cls);
+
+  bp::object ctx_cls =
+      bp::class_<ExecCtxView>("EagerOpExecutionContext",
+                              "Context of one eager execute (get_execute_ctx()); borrowed, expires with the callback.",
+                              bp::no_init)
+          .def("__init__", bp::raw_function(&RefuseInit))
+          .def("get_input_num", &CtxInputNum)
+          .def("get_output_num", &CtxOutputNum)
+          .def("get_input_tensor", &CtxGetInput, "get_input_tensor(index) -> Tensor; IndexError when out of range.")
+          .def("get_output_tensor", &CtxGetOutput, "get_output_tensor(index) -> Tensor or None (not yet allocated).")
+          .def("malloc_output_tensor", &CtxMallocOutput,
+               (bp::arg("self"), bp::arg("index"), bp::arg("shape"), bp::arg("data_type")),
+               "malloc_output_tensor(index, shape, data_type) -> Tensor (zero-filled host memory).")
+          .def("make_output_ref_input", &CtxRefInput,
+               (bp::arg("self"), bp::arg("output_index"), bp::arg("input_index")),
+               "make_output_ref_input(output_index, input_index) -> Tensor sharing the input's memory.")
+          .def("malloc_workspace", &CtxMallocWorkspace, (bp::arg("self"), bp::arg("size")),
+               "malloc_workspace(size) -> writable memoryview of size bytes; ValueError for size <= 0.")
+          .def("get_stream", &CtxStream)
+          .def("_is_active", &CtxActive);
+  MakeImmutable(ctx_cls);
+
+  bp::def("_log_line", +[](const std::string& plugin, bool is_stderr, bp::object text) {
+    Emit(plugin, is_stderr, SafeStr(text.ptr()));
+  }, "Writes one line of a plugin's captured output to the host log (internal).");
+}
+
+}  // namespace ge::py

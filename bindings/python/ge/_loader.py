@@ -1,0 +1,223 @@
+"""ge._loader: what the C++ host runs inside a plugin's interpreter.
+
+Reading a plugin's pyproject.toml, preparing the interpreter (sys.path, output
+capture, the extension guard of sub-interpreters), importing the plugin module,
+and the bounded wait for threads a plugin left running. Internal: plugin code
+should not import it.
+"""
+import os
+import sys
+
+# The frozen importlib modules are already loaded in every interpreter;
+# importing importlib.util / sysconfig / tomllib here would cost every
+# sub-interpreter a few hundred KiB and milliseconds (DESIGN.md memory target).
+import _frozen_importlib as _bootstrap
+import _frozen_importlib_external as _bootstrap_external
+
+import _ge_native
+
+VALID_ISOLATIONS = ("subinterpreter", "main", "process")
+
+_refused = []          # extension modules the guard refused in this interpreter
+_plugin_modules = {}   # top-level module name -> plugin name (for output capture)
+
+
+def read_metadata(path, is_package):
+    """Return {name, version, description, isolation} for a plugin.
+
+    Reads ``pyproject.toml`` inside a package plugin's directory ([project]
+    name/version/description, [tool.ge-plugin] isolation). Raises ValueError
+    naming the file and field for an unreadable file or a bad value.
+    """
+    name = os.path.splitext(os.path.basename(path.rstrip("/")))[0]
+    meta = {"name": name, "version": "", "description": "", "isolation": "subinterpreter", "pyproject": ""}
+    if not is_package:
+        return meta
+    pp = os.path.join(path, "pyproject.toml")
+    if not os.path.exists(pp):
+        return meta
+    meta["pyproject"] = pp
+    import tomllib  # only the main interpreter reads metadata
+    try:
+        with open(pp, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ValueError(f"{pp}: cannot read pyproject.toml: {e}") from None
+    project = data.get("project", {})
+    if not isinstance(project, dict):
+        raise ValueError(f"{pp}: [project] must be a table")
+    for key in ("name", "version", "description"):
+        if key in project:
+            if not isinstance(project[key], str):
+                raise ValueError(f"{pp}: project.{key} must be a string")
+            meta[key] = project[key]
+    tool = data.get("tool", {}).get("ge-plugin", {})
+    if not isinstance(tool, dict):
+        raise ValueError(f"{pp}: [tool.ge-plugin] must be a table")
+    for key in tool:
+        if key not in ("isolation",):
+            raise ValueError(f"{pp}: tool.ge-plugin.{key}: unknown setting (known: isolation)")
+    iso = tool.get("isolation", "subinterpreter")
+    if iso not in VALID_ISOLATIONS:
+        raise ValueError(f"{pp}: tool.ge-plugin.isolation: got {iso!r}, supported {', '.join(VALID_ISOLATIONS)}")
+    meta["isolation"] = iso
+    return meta
+
+
+class _PluginStream:
+    """sys.stdout / sys.stderr replacement: each line goes to the host's log,
+    tagged with the plugin whose module wrote it."""
+
+    def __init__(self, default_plugin, is_stderr):
+        self._default = default_plugin
+        self._is_stderr = is_stderr
+        self._pending = {}
+        self.encoding = "utf-8"
+        self.errors = "backslashreplace"
+
+    def _plugin(self):
+        try:
+            frame = sys._getframe(2)
+        except ValueError:
+            return self._default
+        while frame is not None:
+            mod = frame.f_globals.get("__name__", "")
+            top = mod.split(".", 1)[0]
+            if top in _plugin_modules:
+                return _plugin_modules[top]
+            frame = frame.f_back
+        return self._default
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        plugin = self._plugin()
+        buf = self._pending.get(plugin, "") + text
+        *lines, rest = buf.split("\n")
+        for line in lines:
+            _ge_native._log_line(plugin, self._is_stderr, line)
+        self._pending[plugin] = rest
+        return len(text)
+
+    def flush(self):
+        for plugin, rest in list(self._pending.items()):
+            if rest:
+                _ge_native._log_line(plugin, self._is_stderr, rest)
+        self._pending.clear()
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def readable(self):
+        return False
+
+
+def _stdlib_dirs():
+    # The directory of os.py is the standard library; lib-dynload is inside it.
+    return (os.path.realpath(os.path.dirname(os.__file__)) + os.sep,)
+
+
+def _install_extension_guard(plugin_name):
+    """Refuse compiled extensions from outside the standard library in this
+    (sub-)interpreter: on Python 3.11, numpy, Cython and PyO3 modules load in
+    only one interpreter per process, and loading one here would break it in the
+    main interpreter too (DESIGN.md)."""
+    loader = _bootstrap_external.ExtensionFileLoader
+    if getattr(loader.create_module, "_ge_guard", False):
+        return
+    original = loader.create_module
+    stdlib = _stdlib_dirs()
+
+    def create_module(self, spec):
+        origin = os.path.realpath(spec.origin or "")
+        if not origin.startswith(stdlib):
+            _refused.append(spec.name)
+            raise ImportError(
+                f"plugin '{plugin_name}': extension module '{spec.name}' ({spec.origin}) cannot be loaded in a "
+                f"sub-interpreter: compiled extensions such as numpy load in only one interpreter per process. "
+                f"Set isolation = \"main\" under [tool.ge-plugin] in the plugin's pyproject.toml.",
+                name=spec.name)
+        return original(self, spec)
+
+    create_module._ge_guard = True
+    loader.create_module = create_module
+
+
+def prepare(plugin_name, path_entry, subinterpreter):
+    """Prepare the current interpreter for a plugin: its directory on sys.path,
+    stdout/stderr into the host log, the extension guard in a sub-interpreter."""
+    if path_entry and path_entry not in sys.path:
+        sys.path.insert(0, path_entry)
+    if not isinstance(sys.stdout, _PluginStream):
+        default = plugin_name if subinterpreter else "main-interpreter"
+        sys.stdout = _PluginStream(default, False)
+        sys.stderr = _PluginStream(default, True)
+    if subinterpreter:
+        _install_extension_guard(plugin_name)
+
+
+def import_plugin(plugin_name, module_name, path, is_package):
+    """Import a plugin file or package under ``module_name``; returns the module.
+
+    Raises whatever the plugin's code raises; ValueError when another module of
+    that name is already imported in this interpreter (main isolation).
+    """
+    existing = sys.modules.get(module_name)
+    if existing is not None:
+        origin = getattr(existing, "__file__", None) or "<built-in>"
+        target = os.path.join(path, "__init__.py") if is_package else path
+        if os.path.realpath(origin) == os.path.realpath(target):
+            return existing
+        raise ValueError(f"module name '{module_name}' is already used by {origin} in this interpreter")
+    if is_package:
+        spec = _bootstrap_external.spec_from_file_location(
+            module_name, os.path.join(path, "__init__.py"), submodule_search_locations=[path])
+    else:
+        spec = _bootstrap_external.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot create an import spec for {path}")
+    module = _bootstrap.module_from_spec(spec)
+    _plugin_modules[module_name] = plugin_name
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(module_name, None)
+        for name in [m for m in sys.modules if m.startswith(module_name + ".")]:
+            sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def forget_plugin(module_name):
+    """Drop a plugin's modules from this interpreter (failed load in main)."""
+    for name in [m for m in sys.modules if m == module_name or m.startswith(module_name + ".")]:
+        sys.modules.pop(name, None)
+    _plugin_modules.pop(module_name, None)
+
+
+def refused_extensions():
+    """Names of extension modules the guard refused (then clears the list)."""
+    names = list(_refused)
+    _refused.clear()
+    return names
+
+
+def join_threads(timeout):
+    """Join the threads a plugin started, for at most ``timeout`` seconds in
+    total; returns the names of those still alive."""
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return []
+    import time
+    deadline = time.monotonic() + timeout
+    main = threading.main_thread()
+    for t in threading.enumerate():
+        if t is main or t is threading.current_thread():
+            continue
+        t.join(max(0.0, deadline - time.monotonic()))
+    return [t.name for t in threading.enumerate()
+            if t is not main and t is not threading.current_thread() and t.is_alive()]

@@ -1,0 +1,164 @@
+"""ge.custom_op: the plugin-author API for Python custom operators.
+
+Compatible with the ``ge.custom_op`` package of Huawei CANN's Graph Engine
+(names, argument order, exception types and quoted message fragments; see
+API.md). ``register_op`` declares an operator's prototype (its canonical IR and
+infer_meta); ``register_op_impl`` declares the class implementing it. The host
+calls the implementation's ``execute`` / ``compile`` / ``declare_launch_args``
+with the node's tensors bound by IR order; inside a callback the matching
+``get_*_ctx()`` returns the borrowed context of that call.
+
+Thread-safety: the registries are per interpreter and are meant to be filled
+while a plugin module is imported.
+"""
+import contextvars as _contextvars
+
+from _ge_native import EagerOpExecutionContext
+
+from . import proto  # noqa: F401  (ge.custom_op.proto)
+from ._impl import (
+    clear_registered_op_impls,
+    get_registered_op_impl_by_descriptor_key,
+    get_registered_op_impl_dicts,
+    get_registered_op_impls,
+    register_op_impl,
+)
+from ._proto import register_op
+
+__all__ = [
+    "register_op",
+    "register_op_impl",
+    "get_execute_ctx",
+    "get_compile_ctx",
+    "get_compile_platform_info",
+    "get_declare_launch_args_ctx",
+    "get_registered_op_impls",
+    "get_registered_op_impl_dicts",
+    "get_registered_op_impl_by_descriptor_key",
+    "clear_registered_op_impls",
+    "EagerOpExecutionContext",
+    "OpCompileContext",
+    "CompilePlatformInfo",
+    "AnnotatedArgsContext",
+    "AnnotatedKernelArgs",
+    "AnnotatedKernelLaunchInfo",
+    "WorkspaceAddr",
+    "InferMetaContext",
+]
+
+# The binding of the current callback. The host sets it around each call and
+# resets it afterwards (nested calls restore the outer binding); the context
+# object itself expires when the callback ends, so a copy of this context taken
+# inside a callback (contextvars.copy_context()) sees no active binding later.
+_EXECUTE_CTX = _contextvars.ContextVar("ge.custom_op.execute_ctx", default=None)
+
+
+def get_execute_ctx() -> EagerOpExecutionContext:
+    """Return the EagerOpExecutionContext of the running schema-bound ``execute``.
+
+    Borrowed: valid until that ``execute`` returns. Raises RuntimeError outside
+    ``execute`` (also from a copied context once the callback has ended).
+    """
+    ctx = _EXECUTE_CTX.get()
+    if ctx is None or not ctx._is_active():
+        raise RuntimeError("get_execute_ctx() is only available inside schema-bound execute")
+    return ctx
+
+
+def get_compile_ctx():
+    """Return the OpCompileContext of the running schema-bound ``compile``.
+
+    This host version never runs ``compile`` yet (it is reflected as the
+    "compilable" capability and validated at load), so this always raises
+    RuntimeError "only available inside schema-bound compile".
+    """
+    raise RuntimeError("get_compile_ctx() is only available inside schema-bound compile")
+
+
+def get_compile_platform_info():
+    """Return the CompilePlatformInfo of the running ``compile``.
+
+    Raises RuntimeError outside ``compile`` (always, in this host version).
+    """
+    raise RuntimeError("get_compile_platform_info() is only available inside schema-bound compile")
+
+
+def get_declare_launch_args_ctx():
+    """Return the AnnotatedArgsContext of the running ``declare_launch_args``.
+
+    Raises RuntimeError outside ``declare_launch_args`` (always, in this host
+    version).
+    """
+    raise RuntimeError("get_declare_launch_args_ctx() is only available inside schema-bound declare_launch_args")
+
+
+class _HostOnly:
+    """Base of the context classes only the host creates (TypeError otherwise)."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError(f"{type(self).__name__} cannot be constructed: the host hands it to callbacks")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+
+
+class InferMetaContext(_HostOnly):
+    """Reserved for GE compatibility: infer_meta receives TensorDescs directly."""
+
+
+class OpCompileContext(_HostOnly):
+    """Context of ``compile`` (handed out once compile dispatch lands)."""
+
+
+class CompilePlatformInfo(_HostOnly):
+    """Platform info of ``compile`` (handed out once compile dispatch lands)."""
+
+
+class AnnotatedArgsContext(_HostOnly):
+    """Context of ``declare_launch_args`` (handed out once launch args land)."""
+
+
+class AnnotatedKernelArgs(_HostOnly):
+    """Kernel argument list of ``declare_launch_args``."""
+
+
+class WorkspaceAddr(_HostOnly):
+    """A workspace address of ``declare_launch_args``."""
+
+
+class AnnotatedKernelLaunchInfo:
+    """An owned description of one kernel launch (API.md section 4).
+
+    ``AnnotatedKernelLaunchInfo(*, kernel_name: str, kernel_bin: bytes,
+    block_dim: int, stream_id: int)``. Empty name or binary, or block_dim == 0
+    raise ValueError; wrong types raise TypeError.
+    """
+
+    __slots__ = ("kernel_name", "kernel_bin", "block_dim", "stream_id")
+
+    def __init__(self, *, kernel_name, kernel_bin, block_dim, stream_id=0):
+        if not isinstance(kernel_name, str):
+            raise TypeError("kernel_name must be a str")
+        if not isinstance(kernel_bin, (bytes, bytearray)):
+            raise TypeError("kernel_bin must be bytes")
+        for name, value in (("block_dim", block_dim), ("stream_id", stream_id)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise TypeError(f"{name} must be a non-negative int")
+        if not kernel_name:
+            raise ValueError("kernel_name must not be empty")
+        if not kernel_bin:
+            raise ValueError("kernel_bin must not be empty")
+        if block_dim == 0:
+            raise ValueError("block_dim must be positive, got 0")
+        self.kernel_name = kernel_name
+        self.kernel_bin = bytes(kernel_bin)
+        self.block_dim = block_dim
+        self.stream_id = stream_id
+
+    def __repr__(self):
+        return (f"AnnotatedKernelLaunchInfo(kernel_name={self.kernel_name!r}, "
+                f"kernel_bin=<{len(self.kernel_bin)} bytes>, block_dim={self.block_dim}, stream_id={self.stream_id})")
+
+
+def __getattr__(name):
+    raise AttributeError(f"module 'ge.custom_op' has no attribute '{name}'")

@@ -1,0 +1,102 @@
+"""Entry points the C++ plugin host calls around the import of a plugin module.
+
+The host, inside the plugin's interpreter, does::
+
+    before = _host.snapshot()
+    import_the_plugin_module()          # runs register_op / register_op_impl
+    result = _host.collect(before)      # or _host.discard(before) if the import failed
+
+``collect`` validates every implementation registered by the import against the
+canonical IR of its op_type (API.md section 5) and, on any error, removes
+everything the import registered before re-raising: "a plugin whose
+implementation fails validation registers nothing (all or nothing)".
+
+Formats (the host reads them):
+
+* ``snapshot()`` -> ``(frozenset of proto op_types, frozenset of impl descriptor keys)``.
+* ``collect(before)`` -> ``{"protos": [...], "impls": [...]}`` where each proto entry
+  is ``OpProto.to_dict()`` plus ``"func"`` (the prototype / infer_meta function),
+  sorted by op_type, and each impl entry is ``OpImplDescriptor.to_dict()`` plus
+  ``"cls"`` (the implementation class), sorted by op_type.
+"""
+from typing import Any, Dict, FrozenSet, Tuple
+
+from . import _impl, _proto
+from ._validate import validate_descriptor
+
+__all__ = ["snapshot", "collect", "discard"]
+
+Snapshot = Tuple[FrozenSet[str], FrozenSet[str]]
+
+
+def snapshot() -> Snapshot:
+    """The current registry contents: ``(frozenset(op_types), frozenset(descriptor_keys))``."""
+    return (frozenset(p.op_type for p in _proto.get_registered_op_protos()),
+            frozenset(d.descriptor_key for d in _impl.get_registered_op_impls()))
+
+
+def _check_before(before: Any) -> Snapshot:
+    if (not isinstance(before, tuple) or len(before) != 2
+            or not all(isinstance(part, (frozenset, set)) for part in before)):
+        raise TypeError("before must be the (frozenset, frozenset) returned by snapshot(), "
+                        f"actual {type(before).__name__}")
+    return before
+
+
+def _new_since(before: Snapshot):
+    proto_types, impl_keys = before
+    protos = [p for p in _proto.get_registered_op_protos() if p.op_type not in proto_types]
+    impls = [d for d in _impl.get_registered_op_impls() if d.descriptor_key not in impl_keys]
+    return protos, impls
+
+
+def discard(before: Snapshot) -> None:
+    """Remove every prototype and implementation registered since ``before``.
+
+    Args:
+        before: a value returned by :func:`snapshot`.
+
+    Raises:
+        TypeError: ``before`` is not a snapshot.
+    """
+    before = _check_before(before)
+    protos, impls = _new_since(before)
+    for descriptor in impls:
+        _impl._unregister_op_impl(descriptor.descriptor_key)
+    for proto in protos:
+        _proto._unregister_op_proto(proto.op_type)
+
+
+def collect(before: Snapshot) -> Dict[str, Any]:
+    """Validate and return everything registered since ``before`` (all or nothing).
+
+    Args:
+        before: a value returned by :func:`snapshot` before the plugin was imported.
+
+    Returns:
+        ``{"protos": [OpProto.to_dict() + {"func": function}, ...],
+        "impls": [OpImplDescriptor.to_dict() + {"cls": class}, ...]}``, each list
+        sorted by op_type.
+
+    Raises:
+        Whatever :func:`ge.custom_op._validate.validate_descriptor` raises for the
+        first new implementation that does not match its IR (RuntimeError when no
+        prototype is registered for its op_type, TypeError for a signature
+        mismatch).  Before re-raising, everything registered since ``before`` is
+        removed (API.md section 5, "all or nothing").
+        TypeError: ``before`` is not a snapshot (nothing is removed then).
+    """
+    before = _check_before(before)
+    try:
+        protos, impls = _new_since(before)
+        for descriptor in impls:
+            validate_descriptor(
+                descriptor, _proto.get_registered_op_proto_by_op_type(descriptor.op_type))
+        result = {
+            "protos": [dict(p.to_dict(), func=p.func) for p in protos],
+            "impls": [dict(d.to_dict(), cls=d.cls) for d in impls],
+        }
+    except BaseException:
+        discard(before)
+        raise
+    return result

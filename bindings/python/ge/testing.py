@@ -1,0 +1,114 @@
+"""ge.testing: run a plugin's callbacks outside the host, for authors' unit tests.
+
+Works in a plain ``/usr/bin/python3`` (and in the host). ``run_execute`` binds
+tensors and attributes exactly as the host does (the same C++ dispatch code):
+inputs by IR order, attributes as keywords with defaults applied, a borrowed
+EagerOpExecutionContext from ``get_execute_ctx()``, and every borrowed object
+expired when the callback returns. Exceptions raised by ``execute`` propagate
+unchanged.
+
+Example::
+
+    from ge.testing import host_tensor, run_execute
+    (y,) = run_execute("GeluCustom", [host_tensor([1.0, -2.0], DataType.DT_FLOAT)])
+    assert y.tolist() == [...]
+"""
+import struct
+from dataclasses import dataclass
+from typing import Any, List, Mapping, Optional, Sequence
+
+import _ge_native
+
+from ge.graph import DataType
+
+from . import custom_op
+from .custom_op import _proto
+from .custom_op._impl import get_registered_op_impl_by_op_type
+from .custom_op._validate import validate_impl
+
+__all__ = ["HostTensor", "host_tensor", "run_execute", "run_infer_meta"]
+
+_STRUCT = {
+    DataType.DT_FLOAT: "f", DataType.DT_FLOAT16: "e", DataType.DT_DOUBLE: "d", DataType.DT_INT8: "b",
+    DataType.DT_INT16: "h", DataType.DT_INT32: "i", DataType.DT_INT64: "q", DataType.DT_UINT8: "B",
+    DataType.DT_UINT16: "H", DataType.DT_UINT32: "I", DataType.DT_UINT64: "Q", DataType.DT_BOOL: "?",
+}
+
+
+@dataclass
+class HostTensor:
+    """An owned host tensor: raw little-endian bytes, a shape and a DataType."""
+    data: bytes
+    shape: List[int]
+    data_type: DataType
+
+    def tolist(self) -> list:
+        """Flat list of the elements (struct-decoded; not for bfloat16)."""
+        fmt = _STRUCT.get(DataType(self.data_type))
+        if fmt is None:
+            raise TypeError(f"no element format for {DataType(self.data_type).name}")
+        n = len(self.data) // struct.calcsize(fmt)
+        return list(struct.unpack(f"<{n}{fmt}", self.data))
+
+    def _spec(self):
+        return (self.data, list(self.shape), DataType(self.data_type))
+
+
+def host_tensor(values: Sequence[Any], data_type: DataType, shape: Optional[Sequence[int]] = None) -> HostTensor:
+    """Build a HostTensor from a flat sequence of numbers (shape defaults to [len])."""
+    fmt = _STRUCT.get(DataType(data_type))
+    if fmt is None:
+        raise TypeError(f"host_tensor cannot encode {DataType(data_type).name}; pass bytes to HostTensor")
+    values = list(values)
+    shape = [len(values)] if shape is None else list(shape)
+    count = 1
+    for d in shape:
+        count *= d
+    if count != len(values):
+        raise ValueError(f"{len(values)} values do not fill shape {shape}")
+    return HostTensor(struct.pack(f"<{len(values)}{fmt}", *values), shape, DataType(data_type))
+
+
+def _spec(x):
+    if x is None:
+        return None
+    if isinstance(x, list):
+        return [_spec(i) for i in x]
+    if isinstance(x, HostTensor):
+        return x._spec()
+    raise TypeError(f"inputs must be HostTensor, None or a list of HostTensor, got {type(x).__name__}")
+
+
+def run_execute(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[str, Any]] = None,
+                instance: Any = None) -> List[Optional[HostTensor]]:
+    """Run the registered implementation's ``execute`` for ``op_type``.
+
+    ``inputs`` follow the IR's input order: a HostTensor for a required input,
+    None for an absent optional one, a list for a dynamic one. ``attrs`` maps
+    attribute names to Python values (defaults applied for missing ones).
+    ``instance`` reuses an implementation instance (a new one otherwise).
+    Returns the outputs as HostTensors (None for an output execute did not
+    allocate). Raises RuntimeError when op_type has no prototype or no
+    implementation, TypeError/ValueError for bad inputs or attrs, and whatever
+    execute raises.
+    """
+    proto = _proto.get_registered_op_proto_by_op_type(op_type)
+    impl = get_registered_op_impl_by_op_type(op_type)
+    if impl is None:
+        raise RuntimeError(f"no implementation registered for op_type '{op_type}'")
+    validate_impl(impl, "execute", proto)
+    obj = instance if instance is not None else impl.cls()
+    outs = _ge_native._testing_execute(obj.execute, custom_op._EXECUTE_CTX, proto.to_dict(),
+                                       [_spec(x) for x in inputs], dict(attrs or {}))
+    return [None if o is None else HostTensor(o[0], list(o[1]), DataType(o[2])) for o in outs]
+
+
+def run_infer_meta(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[str, Any]] = None) -> list:
+    """Call ``op_type``'s prototype as infer_meta (TensorDesc inputs, attrs with
+    defaults applied) and return the flattened output TensorDescs."""
+    proto = _proto.get_registered_op_proto_by_op_type(op_type)
+    if proto is None:
+        raise RuntimeError(f"no prototype registered for op_type '{op_type}'")
+    full = {a["name"]: a["default"] for a in proto.to_dict()["attrs"] if not a["required"]}
+    full.update(attrs or {})
+    return [desc for _, desc in _proto.call_infer_meta(proto, list(inputs), full)]

@@ -1,0 +1,72 @@
+// ge/op/attrs.h: attribute values of the 12 IR kinds, and RuntimeAttrs.
+//
+// Pure C++ value types. RuntimeAttrs is immutable once built and may be read
+// from several threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "ge/runtime/tensor.h"
+#include "ge/runtime/types.h"
+
+namespace ge {
+
+// The attribute kinds of the canonical IR (API.md §6; GE's AnyValue VT_* names).
+enum class AttrType : int32_t {
+  VT_INT = 0,
+  VT_FLOAT,
+  VT_BOOL,
+  VT_STRING,
+  VT_DATA_TYPE,
+  VT_TENSOR,
+  VT_LIST_INT,
+  VT_LIST_FLOAT,
+  VT_LIST_BOOL,
+  VT_LIST_STRING,
+  VT_LIST_DATA_TYPE,
+  VT_LIST_LIST_INT,
+};
+
+std::string_view AttrTypeName(AttrType t) noexcept;             // "VT_INT"
+std::optional<AttrType> AttrTypeFromName(std::string_view name);  // inverse
+
+// A tensor-valued attribute owns its tensor (shared, immutable after build).
+using TensorAttr = std::shared_ptr<const Tensor>;
+
+// One attribute value. The variant index equals static_cast<int>(AttrType).
+using AttrValue = std::variant<int64_t, float, bool, std::string, DataType, TensorAttr,
+                               std::vector<int64_t>, std::vector<float>, std::vector<bool>,
+                               std::vector<std::string>, std::vector<DataType>,
+                               std::vector<std::vector<int64_t>>>;
+
+inline AttrType TypeOf(const AttrValue& v) noexcept { return static_cast<AttrType>(v.index()); }
+
+// Attribute values of one node, in the IR's attribute order (gert::RuntimeAttrs).
+class RuntimeAttrs {
+ public:
+  RuntimeAttrs() = default;
+  explicit RuntimeAttrs(std::vector<AttrValue> values) : values_(std::move(values)) {}
+
+  std::size_t GetAttrNum() const noexcept { return values_.size(); }
+  // Borrowed pointer valid while this RuntimeAttrs lives; null when the index is
+  // out of range or the value has another type.
+  template <typename T>
+  const T* GetAttrPointer(std::size_t index) const noexcept {
+    if (index >= values_.size()) return nullptr;
+    return std::get_if<T>(&values_[index]);
+  }
+  const AttrValue& At(std::size_t index) const { return values_.at(index); }
+  const std::vector<AttrValue>& Values() const noexcept { return values_; }
+
+ private:
+  std::vector<AttrValue> values_;
+};
+
+}  // namespace ge

@@ -1,0 +1,62 @@
+// ge/op/op_registry.h: the thread-safe registry of op creators.
+//
+// C++ ops and Python adapters register the same way: an op_type, its canonical
+// IR, a creator and the source (a plugin file, or "builtin"). The first
+// registration of an op_type wins; a second is refused with a conflict Status
+// naming both sources. All methods may be called from any thread; creators are
+// called without the registry lock held.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ge/op/custom_op.h"
+#include "ge/op/status.h"
+
+namespace ge {
+
+using OpCreator = std::function<std::shared_ptr<BaseCustomOp>()>;
+
+struct OpRegistration {
+  std::string op_type;
+  std::shared_ptr<const OpSchema> schema;  // required
+  OpCreator creator;                       // required
+  std::string source;                      // plugin file, or "builtin"
+  std::string plugin;                      // plugin name, "" for C++ ops
+  uint32_t capabilities = 0;
+};
+
+class OpRegistry {
+ public:
+  OpRegistry() = default;
+  OpRegistry(const OpRegistry&) = delete;
+  OpRegistry& operator=(const OpRegistry&) = delete;
+
+  // Errors: missing schema or creator, schema op_type different from op_type,
+  // or the op_type already registered ("op_type 'X' from B conflicts with A").
+  Status Register(OpRegistration reg);
+  // Removes every registration whose source equals `source`; returns how many.
+  std::size_t UnregisterSource(const std::string& source);
+  bool Unregister(const std::string& op_type);
+
+  // Copy of the registration, or nullopt.
+  std::optional<OpRegistration> Find(const std::string& op_type) const;
+  // Calls the creator (outside the lock). Null when absent or the creator fails.
+  std::shared_ptr<BaseCustomOp> Create(const std::string& op_type) const;
+  std::vector<std::string> ListOpTypes() const;  // sorted
+  std::size_t Size() const;
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, OpRegistration> ops_;
+};
+
+// Registers the C++ ops shipped with the framework ("ReluCpp"); see builtin_ops.cc.
+Status RegisterBuiltinOps(OpRegistry& registry);
+
+}  // namespace ge

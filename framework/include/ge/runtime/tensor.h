@@ -1,0 +1,77 @@
+// ge/runtime/tensor.h: TensorDesc (metadata) and Tensor (metadata + host memory).
+//
+// A Tensor either owns its host buffer (shared, reference counted) or borrows
+// memory that someone else owns; see the ownership notes on each constructor.
+// Not thread-safe for concurrent mutation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ge/runtime/shape.h"
+#include "ge/runtime/types.h"
+
+namespace ge {
+
+// Shape, format and dtype of a tensor, without data (gert::CompileTimeTensorDesc
+// plus the shape). Owned value type.
+struct TensorDesc {
+  StorageShape shape;
+  StorageFormat format;
+  DataType data_type = DT_FLOAT;
+  TensorPlacement placement = kOnHost;
+
+  TensorDesc() = default;
+  TensorDesc(const Shape& s, DataType dt) : shape(s), data_type(dt) {}
+  // Bytes needed for the storage shape; 0 for unknown dims or sizeless dtypes.
+  std::size_t ByteSize() const noexcept;
+  std::string ToString() const;  // "float32[2, 3]"
+  bool operator==(const TensorDesc& o) const noexcept {
+    return shape == o.shape && format == o.format && data_type == o.data_type;
+  }
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  // Allocates an owned, zero-filled, 64-byte aligned host buffer of
+  // desc.ByteSize() bytes. Throws std::invalid_argument for unknown dims.
+  static Tensor Allocate(const TensorDesc& desc);
+  // Borrows `addr`: the caller keeps the memory alive and unmoved for the
+  // Tensor's lifetime (and every copy of it). `size` is in bytes.
+  static Tensor Borrow(const TensorDesc& desc, void* addr, std::size_t size, bool read_only = false);
+  // Metadata only: no data (compile-time tensors); GetAddr() is null.
+  static Tensor MetaOnly(const TensorDesc& desc);
+
+  const TensorDesc& Desc() const noexcept { return desc_; }
+  TensorDesc& MutableDesc() noexcept { return desc_; }
+  DataType GetDataType() const noexcept { return desc_.data_type; }
+  const StorageShape& GetShape() const noexcept { return desc_.shape; }
+  const Shape& GetOriginShape() const noexcept { return desc_.shape.GetOriginShape(); }
+  const Shape& GetStorageShape() const noexcept { return desc_.shape.GetStorageShape(); }
+  int64_t GetShapeSize() const noexcept { return desc_.shape.GetStorageShape().GetShapeSize(); }
+
+  void* GetAddr() const noexcept { return addr_; }
+  std::size_t GetSize() const noexcept { return size_; }  // bytes
+  bool HasData() const noexcept { return addr_ != nullptr || (size_ == 0 && has_data_); }
+  bool IsReadOnly() const noexcept { return read_only_; }
+  bool IsOwned() const noexcept { return static_cast<bool>(owner_); }
+  // Shared ownership token of the buffer (null when borrowed or meta-only).
+  const std::shared_ptr<void>& Owner() const noexcept { return owner_; }
+
+  template <typename T>
+  T* Data() const noexcept { return static_cast<T*>(addr_); }
+
+ private:
+  TensorDesc desc_;
+  void* addr_ = nullptr;
+  std::size_t size_ = 0;
+  std::shared_ptr<void> owner_;
+  bool read_only_ = false;
+  bool has_data_ = false;
+};
+
+}  // namespace ge

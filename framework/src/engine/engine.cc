@@ -1,0 +1,328 @@
+// The reference engine: compile (resolve, coerce attrs, order, infer_meta) and run.
+#include "ge/engine/engine.h"
+
+#include <cstring>
+#include <map>
+#include <queue>
+#include <set>
+
+namespace ge {
+
+namespace {
+
+using nlohmann::json;
+
+std::string NodeWhere(const GraphNode& n) { return "node '" + n.name + "' (" + n.op_type + ")"; }
+
+int64_t JsonInt(const json& v, const std::string& where) {
+  if (!v.is_number_integer()) throw GraphError(where, "expected an integer, got " + v.dump());
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) throw GraphError(where, "integer does not fit int64");
+  return v.get<int64_t>();
+}
+float JsonFloat(const json& v, const std::string& where) {
+  if (!v.is_number()) throw GraphError(where, "expected a number, got " + v.dump());
+  return static_cast<float>(v.get<double>());
+}
+bool JsonBool(const json& v, const std::string& where) {
+  if (!v.is_boolean()) throw GraphError(where, "expected true or false, got " + v.dump());
+  return v.get<bool>();
+}
+std::string JsonStr(const json& v, const std::string& where) {
+  if (!v.is_string()) throw GraphError(where, "expected a string, got " + v.dump());
+  return v.get<std::string>();
+}
+DataType JsonDataType(const json& v, const std::string& where) {
+  const std::string s = JsonStr(v, where);
+  auto dt = DataTypeFromName(s);
+  if (!dt) throw GraphError(where, "unknown dtype '" + s + "'");
+  return *dt;
+}
+template <typename T, typename F>
+std::vector<T> JsonList(const json& v, const std::string& where, F&& f) {
+  if (!v.is_array()) throw GraphError(where, "expected a list, got " + v.dump());
+  std::vector<T> out;
+  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(f(v[i], where + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+}  // namespace
+
+AttrValue AttrFromJson(const json& v, AttrType type, const std::string& where) {
+  switch (type) {
+    case AttrType::VT_INT: return JsonInt(v, where);
+    case AttrType::VT_FLOAT: return JsonFloat(v, where);
+    case AttrType::VT_BOOL: return JsonBool(v, where);
+    case AttrType::VT_STRING: return JsonStr(v, where);
+    case AttrType::VT_DATA_TYPE: return JsonDataType(v, where);
+    case AttrType::VT_TENSOR: {
+      if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data")) {
+        throw GraphError(where, "a tensor attribute is {\"dtype\": ..., \"shape\": [...], \"data\": [...]}");
+      }
+      DataType dt = JsonDataType(v["dtype"], where + ".dtype");
+      Shape s;
+      for (const auto& d : JsonList<int64_t>(v["shape"], where + ".shape", JsonInt)) {
+        if (d < 0 || s.GetDimNum() >= kMaxDimNum) throw GraphError(where + ".shape", "bad shape");
+        s.AppendDim(d);
+      }
+      return TensorAttr(std::make_shared<const Tensor>(TensorFromJson(v["data"], dt, s, where + ".data")));
+    }
+    case AttrType::VT_LIST_INT: return JsonList<int64_t>(v, where, JsonInt);
+    case AttrType::VT_LIST_FLOAT: return JsonList<float>(v, where, JsonFloat);
+    case AttrType::VT_LIST_BOOL: return JsonList<bool>(v, where, JsonBool);
+    case AttrType::VT_LIST_STRING: return JsonList<std::string>(v, where, JsonStr);
+    case AttrType::VT_LIST_DATA_TYPE: return JsonList<DataType>(v, where, JsonDataType);
+    case AttrType::VT_LIST_LIST_INT:
+      return JsonList<std::vector<int64_t>>(v, where, [](const json& x, const std::string& w) {
+        return JsonList<int64_t>(x, w, JsonInt);
+      });
+  }
+  throw GraphError(where, "unknown attribute type");
+}
+
+CompiledGraph Engine::Compile(const Graph& graph) {
+  CompiledGraph cg;
+  cg.graph = &graph;
+  std::map<std::string, const GraphInput*> graph_inputs;
+  for (const auto& in : graph.inputs) graph_inputs[in.name] = &in;
+  std::map<std::string, std::size_t> node_index;
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) node_index[graph.nodes[i].name] = i;
+
+  // 1. Resolve ops and check inputs / attributes against the IR.
+  std::vector<CompiledNode> nodes(graph.nodes.size());
+  for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
+    const GraphNode& n = graph.nodes[i];
+    CompiledNode& c = nodes[i];
+    c.node = &n;
+    auto reg = registry_.Find(n.op_type);
+    if (!reg) {
+      throw EngineError(n.name, NodeWhere(n) + ": unknown op_type '" + n.op_type +
+                                    "' (no plugin or C++ op registers it; see the plugin load report above)");
+    }
+    c.schema = reg->schema;
+    c.op = registry_.Create(n.op_type);
+    if (!c.op) throw EngineError(n.name, NodeWhere(n) + ": creating the op failed");
+    c.stats.name = n.name;
+    c.stats.op_type = n.op_type;
+    c.stats.source = reg->source;
+    c.stats.python = !reg->plugin.empty();
+    const OpSchema& s = *c.schema;
+    if (n.inputs.size() != s.inputs.size()) {
+      throw EngineError(n.name, NodeWhere(n) + ": inputs: got " + std::to_string(n.inputs.size()) + ", the IR " +
+                                    s.ToString() + " expects " + std::to_string(s.inputs.size()));
+    }
+    std::vector<std::size_t> counts;
+    for (std::size_t k = 0; k < s.inputs.size(); ++k) {
+      const NodeInput& in = n.inputs[k];
+      const std::string w = NodeWhere(n) + ": inputs[" + std::to_string(k) + "] ('" + s.inputs[k].name + "')";
+      switch (s.inputs[k].kind) {
+        case IrInputKind::kRequired:
+          if (!std::holds_alternative<TensorRef>(in)) throw EngineError(n.name, w + ": required input needs one tensor reference");
+          counts.push_back(1);
+          break;
+        case IrInputKind::kOptional:
+          if (std::holds_alternative<std::vector<TensorRef>>(in)) throw EngineError(n.name, w + ": optional input takes one tensor or null, not a list");
+          counts.push_back(std::holds_alternative<TensorRef>(in) ? 1 : 0);
+          break;
+        case IrInputKind::kDynamic:
+          if (!std::holds_alternative<std::vector<TensorRef>>(in)) throw EngineError(n.name, w + ": dynamic input needs a list of tensor references");
+          counts.push_back(std::get<std::vector<TensorRef>>(in).size());
+          break;
+      }
+      auto check_ref = [&](const TensorRef& r) {
+        if (r.node.empty()) {
+          if (!graph_inputs.count(r.text)) throw EngineError(n.name, w + ": unknown graph input '" + r.text + "'");
+        } else {
+          if (!node_index.count(r.node)) throw EngineError(n.name, w + ": unknown node '" + r.node + "' in '" + r.text + "'");
+          if (r.node == n.name) throw EngineError(n.name, w + ": a node cannot consume its own output");
+        }
+      };
+      if (auto* r = std::get_if<TensorRef>(&in)) check_ref(*r);
+      if (auto* v = std::get_if<std::vector<TensorRef>>(&in)) for (const auto& r : *v) check_ref(r);
+    }
+    c.inputs = n.inputs;
+    c.input_layout = InstanceLayout(counts);
+    // Attributes: known names only, coerced by the IR's types, defaults applied.
+    for (const auto& [k, v] : n.attrs.items()) {
+      if (!s.FindAttr(k)) {
+        std::string known;
+        for (const auto& a : s.attrs) known += (known.empty() ? "" : ", ") + a.name;
+        throw EngineError(n.name, NodeWhere(n) + ": attrs." + k + ": unknown attribute (the IR has: " +
+                                      (known.empty() ? "none" : known) + ")");
+      }
+    }
+    std::vector<AttrValue> values;
+    for (const auto& a : s.attrs) {
+      if (n.attrs.contains(a.name)) {
+        try {
+          values.push_back(AttrFromJson(n.attrs[a.name], a.type, NodeWhere(n) + ": attrs." + a.name));
+        } catch (const GraphError& e) {
+          throw EngineError(n.name, std::string(e.what()) + " (" + std::string(AttrTypeName(a.type)) + ")");
+        }
+      } else if (a.default_value) {
+        values.push_back(*a.default_value);
+      } else {
+        throw EngineError(n.name, NodeWhere(n) + ": attrs." + a.name + ": missing required attribute (" +
+                                      std::string(AttrTypeName(a.type)) + ")");
+      }
+    }
+    c.attrs = RuntimeAttrs(std::move(values));
+  }
+
+  // 2. Dependency order (Kahn); a cycle names a node on it.
+  std::vector<std::set<std::size_t>> deps(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    auto add = [&](const TensorRef& r) {
+      if (!r.node.empty()) deps[i].insert(node_index.at(r.node));
+    };
+    for (const auto& in : nodes[i].inputs) {
+      if (auto* r = std::get_if<TensorRef>(&in)) add(*r);
+      if (auto* v = std::get_if<std::vector<TensorRef>>(&in)) for (const auto& r : *v) add(r);
+    }
+  }
+  std::vector<std::size_t> order;
+  std::vector<bool> done(nodes.size(), false);
+  while (order.size() < nodes.size()) {
+    bool progressed = false;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      if (done[i]) continue;
+      bool ready = true;
+      for (std::size_t d : deps[i]) ready = ready && done[d];
+      if (ready) {
+        done[i] = true;
+        order.push_back(i);
+        progressed = true;
+      }
+    }
+    if (!progressed) {
+      for (std::size_t i = 0; i < nodes.size(); ++i) {
+        if (!done[i]) throw EngineError(graph.nodes[i].name, NodeWhere(graph.nodes[i]) + ": the graph has a cycle through this node");
+      }
+    }
+  }
+
+  // 3. infer_meta in order; output references checked against the results.
+  std::map<std::string, std::vector<TensorDesc>> metas;  // node -> flattened outputs
+  for (std::size_t idx : order) {
+    CompiledNode& c = nodes[idx];
+    const GraphNode& n = *c.node;
+    std::vector<TensorDesc> in_descs;
+    auto desc_of = [&](const TensorRef& r, const std::string& w) -> TensorDesc {
+      if (r.node.empty()) return graph_inputs.at(r.text)->tensor.Desc();
+      const auto& outs = metas.at(r.node);
+      if (r.index >= outs.size()) {
+        throw EngineError(n.name, w + ": '" + r.text + "' refers to output " + std::to_string(r.index) + " of node '" + r.node +
+                                      "', which has " + std::to_string(outs.size()) + " output(s)");
+      }
+      return outs[r.index];
+    };
+    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+      const std::string w = NodeWhere(n) + ": inputs[" + std::to_string(k) + "]";
+      if (auto* r = std::get_if<TensorRef>(&c.inputs[k])) in_descs.push_back(desc_of(*r, w));
+      if (auto* v = std::get_if<std::vector<TensorRef>>(&c.inputs[k])) for (const auto& r : *v) in_descs.push_back(desc_of(r, w));
+    }
+    if (auto* im = CustomOpCast<InferMetaOp>(c.op)) {
+      InferMetaContext ictx(*c.schema, in_descs, c.input_layout, c.attrs);
+      ++c.stats.infer_meta_calls;
+      Status st = im->InferMeta(&ictx);
+      if (!st.ok()) throw EngineError(n.name, NodeWhere(n) + ": infer_meta failed: " + st.message(), st.Describe());
+      if (!ictx.HasOutputs()) throw EngineError(n.name, NodeWhere(n) + ": infer_meta produced no outputs");
+      c.inferred = ictx.Outputs();
+      c.output_layout = ictx.OutputLayout();
+      metas[n.name] = ictx.Outputs();
+    } else {
+      // Without infer_meta every output is one instance whose metadata is only
+      // known after execution; consumers are checked at run time.
+      std::vector<std::size_t> counts;
+      for (const auto& o : c.schema->outputs) {
+        if (o.kind == IrOutputKind::kDynamic) {
+          throw EngineError(n.name, NodeWhere(n) + ": output '" + o.name + "' is dynamic, which needs infer_meta to size it");
+        }
+        counts.push_back(1);
+      }
+      c.output_layout = InstanceLayout(counts);
+      metas[n.name] = std::vector<TensorDesc>(c.output_layout.Total());
+    }
+    if (!CustomOpCast<EagerExecuteOp>(c.op)) {
+      throw EngineError(n.name, NodeWhere(n) + ": op_type '" + n.op_type + "' has no eager execute capability (capabilities: " +
+                                    CapabilityString(c.op->GetCapabilities()) + ")");
+    }
+  }
+  for (const auto& r : graph.outputs) {
+    if (r.node.empty()) {
+      if (!graph_inputs.count(r.text)) throw EngineError("", graph.file + ": outputs: unknown tensor '" + r.text + "'");
+      continue;
+    }
+    auto it = metas.find(r.node);
+    if (it == metas.end()) throw EngineError("", graph.file + ": outputs: unknown node '" + r.node + "' in '" + r.text + "'");
+    if (r.index >= it->second.size()) {
+      throw EngineError(r.node, graph.file + ": outputs: '" + r.text + "' but node '" + r.node + "' has " +
+                                    std::to_string(it->second.size()) + " output(s)");
+    }
+  }
+  for (std::size_t idx : order) cg.nodes.push_back(std::move(nodes[idx]));
+  return cg;
+}
+
+RunResult Engine::Run(CompiledGraph& cg, int repeat) {
+  if (repeat < 1) throw EngineError("", "repeat must be at least 1");
+  const Graph& graph = *cg.graph;
+  RunResult result;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::map<std::string, Tensor> values;  // "x", "n0:0", ...
+  for (int run = 0; run < repeat; ++run) {
+    values.clear();
+    for (const auto& in : graph.inputs) {
+      // Each run starts from a private copy: an op that mutates its input in
+      // place (mutates_args) must not change the next run's data.
+      Tensor copy = Tensor::Allocate(in.tensor.Desc());
+      if (copy.GetSize()) std::memcpy(copy.GetAddr(), in.tensor.GetAddr(), copy.GetSize());
+      values.emplace(in.name, std::move(copy));
+    }
+    for (CompiledNode& c : cg.nodes) {
+      const GraphNode& n = *c.node;
+      std::vector<Tensor*> ins;
+      for (const auto& in : c.inputs) {
+        auto take = [&](const TensorRef& r) {
+          auto it = values.find(r.node.empty() ? r.text : r.node + ":" + std::to_string(r.index));
+          if (it == values.end()) throw EngineError(n.name, NodeWhere(n) + ": input '" + r.text + "' was not produced");
+          ins.push_back(&it->second);
+        };
+        if (auto* r = std::get_if<TensorRef>(&in)) take(*r);
+        if (auto* v = std::get_if<std::vector<TensorRef>>(&in)) for (const auto& r : *v) take(r);
+      }
+      EagerOpExecutionContext ctx(*c.schema, ins, c.input_layout, c.attrs, c.output_layout);
+      auto* ex = CustomOpCast<EagerExecuteOp>(c.op);
+      const auto s0 = std::chrono::steady_clock::now();
+      ++c.stats.execute_calls;
+      Status st = ex->Execute(&ctx);
+      c.stats.execute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+      if (!st.ok()) throw EngineError(n.name, NodeWhere(n) + ": execute failed: " + st.message(), st.Describe());
+      auto outs = ctx.TakeOutputs();
+      for (std::size_t i = 0; i < outs.size(); ++i) {
+        if (!outs[i]) throw EngineError(n.name, NodeWhere(n) + ": execute did not allocate output " + std::to_string(i));
+        if (c.inferred) {
+          const TensorDesc& want = (*c.inferred)[i];
+          if (outs[i]->GetDataType() != want.data_type) {
+            throw EngineError(n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has dtype " +
+                                          DataTypeName(outs[i]->GetDataType()) + ", infer_meta said " + DataTypeName(want.data_type));
+          }
+          if (outs[i]->GetStorageShape() != want.shape.GetStorageShape()) {
+            throw EngineError(n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has shape " +
+                                          outs[i]->GetStorageShape().ToString() + ", infer_meta said " +
+                                          want.shape.GetStorageShape().ToString());
+          }
+        }
+        values.insert_or_assign(n.name + ":" + std::to_string(i), std::move(*outs[i]));
+      }
+    }
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& r : graph.outputs) {
+    auto it = values.find(r.node.empty() ? r.text : r.node + ":" + std::to_string(r.index));
+    if (it == values.end()) throw EngineError(r.node, "graph output '" + r.text + "' was not produced");
+    result.outputs.insert_or_assign(r.text, it->second);
+  }
+  return result;
+}
+
+}  // namespace ge

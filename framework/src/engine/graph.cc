@@ -1,0 +1,278 @@
+// Graph file parsing and JSON -> tensor conversion.
+#include "ge/engine/graph.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ge/engine/npy.h"
+
+namespace ge {
+
+namespace {
+
+using nlohmann::json;
+
+// IEEE binary16 from float, round to nearest even.
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000;
+  const uint32_t exp = (x >> 23) & 0xff;
+  uint32_t man = x & 0x7fffff;
+  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (man ? 0x200 : 0));
+  int e = static_cast<int>(exp) - 127 + 15;
+  if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00);
+  if (e <= 0) {
+    if (e < -10) return static_cast<uint16_t>(sign);
+    man |= 0x800000;
+    const int shift = 14 - e;
+    uint32_t half = man >> shift;
+    const uint32_t rem = man & ((1U << shift) - 1);
+    const uint32_t mid = 1U << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = (static_cast<uint32_t>(e) << 10) | (man >> 13);
+  const uint32_t rem = man & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+uint16_t FloatToBf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);
+  const uint32_t rounding = 0x7fff + ((x >> 16) & 1);
+  return static_cast<uint16_t>((x + rounding) >> 16);
+}
+
+void Flatten(const json& v, std::size_t depth, const Shape& shape, std::vector<const json*>& out, const std::string& where) {
+  if (depth == shape.GetDimNum()) {
+    if (v.is_array()) throw GraphError(where, "data is nested deeper than the shape " + shape.ToString());
+    out.push_back(&v);
+    return;
+  }
+  if (!v.is_array()) throw GraphError(where, "data does not match the shape " + shape.ToString() + " (expected a list at depth " + std::to_string(depth) + ")");
+  if (static_cast<int64_t>(v.size()) != shape.GetDim(depth)) {
+    throw GraphError(where, "data has " + std::to_string(v.size()) + " entries at depth " + std::to_string(depth) +
+                                ", the shape " + shape.ToString() + " needs " + std::to_string(shape.GetDim(depth)));
+  }
+  for (const auto& e : v) Flatten(e, depth + 1, shape, out, where);
+}
+
+template <typename T>
+void StoreInts(const std::vector<const json*>& vals, void* dst, const std::string& where, DataType dt) {
+  T* p = static_cast<T*>(dst);
+  for (std::size_t i = 0; i < vals.size(); ++i) {
+    const json& v = *vals[i];
+    if (!v.is_number_integer()) throw GraphError(where, "element " + std::to_string(i) + " must be an integer for " + DataTypeName(dt));
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) throw GraphError(where, "element " + std::to_string(i) + " does not fit " + DataTypeName(dt));
+      p[i] = static_cast<T>(u);
+    } else {
+      const auto s = v.get<int64_t>();
+      if ((std::is_unsigned_v<T> && s < 0) || (!std::is_unsigned_v<T> && (s < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+                                                                         s > static_cast<int64_t>(std::numeric_limits<T>::max())))) {
+        throw GraphError(where, "element " + std::to_string(i) + " does not fit " + DataTypeName(dt));
+      }
+      p[i] = static_cast<T>(s);
+    }
+  }
+}
+
+std::string Str(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) throw GraphError(where, std::string("missing field '") + key + "'");
+  if (!j[key].is_string()) throw GraphError(where + "." + key, "must be a string");
+  return j[key].get<std::string>();
+}
+
+TensorRef ParseRef(const json& v, const std::string& where) {
+  if (!v.is_string()) throw GraphError(where, "must be a tensor name or \"node:index\" string");
+  TensorRef r;
+  r.text = v.get<std::string>();
+  if (r.text.empty()) throw GraphError(where, "empty tensor reference");
+  const auto colon = r.text.rfind(':');
+  if (colon != std::string::npos) {
+    r.node = r.text.substr(0, colon);
+    const std::string idx = r.text.substr(colon + 1);
+    if (r.node.empty() || idx.empty() || idx.find_first_not_of("0123456789") != std::string::npos) {
+      throw GraphError(where, "bad tensor reference '" + r.text + "' (expected \"node:index\")");
+    }
+    r.index = std::stoul(idx);
+  }
+  return r;
+}
+
+Shape ShapeFromJson(const json& j, const std::string& where) {
+  if (!j.is_array()) throw GraphError(where, "shape must be a list of non-negative integers");
+  if (j.size() > kMaxDimNum) throw GraphError(where, "shape has " + std::to_string(j.size()) + " dims, more than the maximum rank " + std::to_string(kMaxDimNum));
+  Shape s;
+  for (const auto& d : j) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) throw GraphError(where, "shape must be a list of non-negative integers");
+    s.AppendDim(d.get<int64_t>());
+  }
+  return s;
+}
+
+}  // namespace
+
+Tensor TensorFromJson(const json& data, DataType dtype, const Shape& shape, const std::string& where) {
+  std::vector<const json*> vals;
+  Flatten(data, 0, shape, vals, where);
+  Tensor t = Tensor::Allocate(TensorDesc(shape, dtype));
+  void* dst = t.GetAddr();
+  auto as_double = [&](std::size_t i) {
+    const json& v = *vals[i];
+    if (!v.is_number()) throw GraphError(where, "element " + std::to_string(i) + " must be a number for " + DataTypeName(dtype));
+    return v.get<double>();
+  };
+  switch (dtype) {
+    case DT_FLOAT: for (std::size_t i = 0; i < vals.size(); ++i) static_cast<float*>(dst)[i] = static_cast<float>(as_double(i)); break;
+    case DT_DOUBLE: for (std::size_t i = 0; i < vals.size(); ++i) static_cast<double*>(dst)[i] = as_double(i); break;
+    case DT_FLOAT16: for (std::size_t i = 0; i < vals.size(); ++i) static_cast<uint16_t*>(dst)[i] = FloatToHalf(static_cast<float>(as_double(i))); break;
+    case DT_BF16: for (std::size_t i = 0; i < vals.size(); ++i) static_cast<uint16_t*>(dst)[i] = FloatToBf16(static_cast<float>(as_double(i))); break;
+    case DT_INT8: StoreInts<int8_t>(vals, dst, where, dtype); break;
+    case DT_INT16: StoreInts<int16_t>(vals, dst, where, dtype); break;
+    case DT_INT32: StoreInts<int32_t>(vals, dst, where, dtype); break;
+    case DT_INT64: StoreInts<int64_t>(vals, dst, where, dtype); break;
+    case DT_UINT8: StoreInts<uint8_t>(vals, dst, where, dtype); break;
+    case DT_UINT16: StoreInts<uint16_t>(vals, dst, where, dtype); break;
+    case DT_UINT32: StoreInts<uint32_t>(vals, dst, where, dtype); break;
+    case DT_UINT64: StoreInts<uint64_t>(vals, dst, where, dtype); break;
+    case DT_BOOL:
+      for (std::size_t i = 0; i < vals.size(); ++i) {
+        const json& v = *vals[i];
+        if (v.is_boolean()) static_cast<uint8_t*>(dst)[i] = v.get<bool>() ? 1 : 0;
+        else if (v.is_number_integer() && (v.get<int64_t>() == 0 || v.get<int64_t>() == 1)) static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(v.get<int64_t>());
+        else throw GraphError(where, "element " + std::to_string(i) + " must be true/false for bool");
+      }
+      break;
+    default: throw GraphError(where, "dtype " + DataTypeName(dtype) + " cannot be given as inline data");
+  }
+  return t;
+}
+
+Graph ParseGraph(const std::string& text, const std::string& file, const std::filesystem::path& base_dir) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw GraphError(file, std::string("invalid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw GraphError(file, "the graph must be a JSON object");
+  static const std::set<std::string> kTop{"name", "options", "inputs", "nodes", "outputs"};
+  for (const auto& [k, v] : j.items()) {
+    if (!kTop.count(k)) throw GraphError(file, "unknown field '" + k + "' (expected name, options, inputs, nodes, outputs)");
+  }
+  Graph g;
+  g.file = file;
+  g.name = j.contains("name") ? Str(j, "name", file) : std::filesystem::path(file).stem().string();
+  if (j.contains("options")) {
+    if (!j["options"].is_object()) throw GraphError(file + ": options", "must be an object of strings");
+    for (const auto& [k, v] : j["options"].items()) {
+      if (!v.is_string()) throw GraphError(file + ": options." + k, "must be a string");
+      g.options[k] = v.get<std::string>();
+    }
+  }
+  std::set<std::string> names;
+  if (j.contains("inputs")) {
+    if (!j["inputs"].is_array()) throw GraphError(file + ": inputs", "must be a list");
+    for (std::size_t i = 0; i < j["inputs"].size(); ++i) {
+      const json& in = j["inputs"][i];
+      std::string where = file + ": inputs[" + std::to_string(i) + "]";
+      if (!in.is_object()) throw GraphError(where, "must be an object");
+      GraphInput gi;
+      gi.name = Str(in, "name", where);
+      where += " '" + gi.name + "'";
+      if (gi.name.find(':') != std::string::npos) throw GraphError(where, "input names may not contain ':'");
+      if (!names.insert(gi.name).second) throw GraphError(where, "duplicate input name '" + gi.name + "'");
+      std::optional<DataType> dt;
+      if (in.contains("dtype")) {
+        const std::string dts = Str(in, "dtype", where);
+        dt = DataTypeFromName(dts);
+        if (!dt) throw GraphError(where + ".dtype", "unknown dtype '" + dts + "' (use numpy names: float32, float16, bfloat16, float64, int8..int64, uint8..uint64, bool)");
+      }
+      std::optional<Shape> shape;
+      if (in.contains("shape")) shape = ShapeFromJson(in["shape"], where + ".shape");
+      const bool has_data = in.contains("data"), has_file = in.contains("file");
+      if (has_data == has_file) throw GraphError(where, "give exactly one of \"data\" and \"file\"");
+      if (has_data) {
+        if (!dt) throw GraphError(where, "missing field 'dtype'");
+        if (!shape) throw GraphError(where, "missing field 'shape'");
+        gi.tensor = TensorFromJson(in["data"], *dt, *shape, where + ".data");
+      } else {
+        std::filesystem::path p = Str(in, "file", where);
+        if (p.is_relative()) p = base_dir / p;
+        try {
+          gi.tensor = ReadNpy(p, dt);
+        } catch (const NpyError& e) {
+          throw GraphError(where + ".file", e.what());
+        }
+        if (shape && gi.tensor.GetStorageShape() != *shape) {
+          throw GraphError(where + ".file", p.string() + " has shape " + gi.tensor.GetStorageShape().ToString() +
+                                                ", the graph declares " + shape->ToString());
+        }
+      }
+      g.inputs.push_back(std::move(gi));
+    }
+  }
+  if (!j.contains("nodes") || !j["nodes"].is_array()) throw GraphError(file + ": nodes", "must be a list of nodes");
+  for (std::size_t i = 0; i < j["nodes"].size(); ++i) {
+    const json& n = j["nodes"][i];
+    std::string where = file + ": nodes[" + std::to_string(i) + "]";
+    if (!n.is_object()) throw GraphError(where, "must be an object");
+    GraphNode node;
+    node.name = Str(n, "name", where);
+    where += " '" + node.name + "'";
+    if (node.name.find(':') != std::string::npos) throw GraphError(where, "node names may not contain ':'");
+    if (!names.insert(node.name).second) throw GraphError(where, "duplicate name '" + node.name + "'");
+    node.op_type = Str(n, "op_type", where);
+    for (const auto& [k, v] : n.items()) {
+      if (k != "name" && k != "op_type" && k != "inputs" && k != "attrs") {
+        throw GraphError(where, "unknown field '" + k + "' (expected name, op_type, inputs, attrs)");
+      }
+    }
+    if (n.contains("inputs")) {
+      if (!n["inputs"].is_array()) throw GraphError(where + ".inputs", "must be a list");
+      for (std::size_t k = 0; k < n["inputs"].size(); ++k) {
+        const json& v = n["inputs"][k];
+        const std::string w = where + ".inputs[" + std::to_string(k) + "]";
+        if (v.is_null()) {
+          node.inputs.emplace_back(std::monostate{});
+        } else if (v.is_array()) {
+          std::vector<TensorRef> refs;
+          for (std::size_t m = 0; m < v.size(); ++m) refs.push_back(ParseRef(v[m], w + "[" + std::to_string(m) + "]"));
+          node.inputs.emplace_back(std::move(refs));
+        } else {
+          node.inputs.emplace_back(ParseRef(v, w));
+        }
+      }
+    }
+    if (n.contains("attrs")) {
+      if (!n["attrs"].is_object()) throw GraphError(where + ".attrs", "must be an object");
+      node.attrs = n["attrs"];
+    }
+    g.nodes.push_back(std::move(node));
+  }
+  if (!j.contains("outputs") || !j["outputs"].is_array() || j["outputs"].empty()) {
+    throw GraphError(file + ": outputs", "must be a non-empty list of \"node:index\" references");
+  }
+  for (std::size_t i = 0; i < j["outputs"].size(); ++i) {
+    g.outputs.push_back(ParseRef(j["outputs"][i], file + ": outputs[" + std::to_string(i) + "]"));
+  }
+  return g;
+}
+
+Graph LoadGraph(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw GraphError(path.string(), std::string("cannot open graph file (") + std::strerror(errno) + ")");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseGraph(ss.str(), path.string(), path.parent_path());
+}
+
+}  // namespace ge

@@ -1,0 +1,96 @@
+// OpRegistry: a shared_mutex-guarded map; creators run outside the lock.
+#include "ge/op/op_registry.h"
+
+#include <algorithm>
+#include <mutex>
+
+namespace ge {
+
+std::string CapabilityString(uint32_t mask) {
+  std::string s;
+  auto add = [&](CustomOpCapability c, const char* name) {
+    if (HasCapability(mask, c)) s += (s.empty() ? "" : ",") + std::string(name);
+  };
+  add(CustomOpCapability::kEagerExecute, "eager_execute");
+  add(CustomOpCapability::kCompilable, "compilable");
+  add(CustomOpCapability::kAnnotatedArgs, "annotated_args");
+  add(CustomOpCapability::kInferMeta, "infer_meta");
+  return s;
+}
+
+Status OpRegistry::Register(OpRegistration reg) {
+  if (reg.op_type.empty()) return Status::Error("op registration has an empty op_type");
+  if (!reg.schema) return Status::Error("op_type '" + reg.op_type + "' is registered without a schema");
+  if (!reg.creator) return Status::Error("op_type '" + reg.op_type + "' is registered without a creator");
+  if (reg.schema->op_type != reg.op_type) {
+    return Status::Error("op_type '" + reg.op_type + "' is registered with the schema of '" + reg.schema->op_type + "'");
+  }
+  std::unique_lock lock(mu_);
+  auto it = ops_.find(reg.op_type);
+  if (it != ops_.end()) {
+    return Status::Error("op_type '" + reg.op_type + "' from " + reg.source + " conflicts with the one from " +
+                         it->second.source + " (first in path order wins)");
+  }
+  std::string key = reg.op_type;
+  ops_.emplace(std::move(key), std::move(reg));
+  return Status::Ok();
+}
+
+std::size_t OpRegistry::UnregisterSource(const std::string& source) {
+  std::unique_lock lock(mu_);
+  std::size_t n = 0;
+  for (auto it = ops_.begin(); it != ops_.end();) {
+    if (it->second.source == source) {
+      it = ops_.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
+bool OpRegistry::Unregister(const std::string& op_type) {
+  std::unique_lock lock(mu_);
+  return ops_.erase(op_type) > 0;
+}
+
+std::optional<OpRegistration> OpRegistry::Find(const std::string& op_type) const {
+  std::shared_lock lock(mu_);
+  auto it = ops_.find(op_type);
+  if (it == ops_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::shared_ptr<BaseCustomOp> OpRegistry::Create(const std::string& op_type) const {
+  OpCreator creator;
+  {
+    std::shared_lock lock(mu_);
+    auto it = ops_.find(op_type);
+    if (it == ops_.end()) return nullptr;
+    creator = it->second.creator;
+  }
+  try {
+    return creator();
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+std::vector<std::string> OpRegistry::ListOpTypes() const {
+  std::vector<std::string> names;
+  {
+    std::shared_lock lock(mu_);
+    names.reserve(ops_.size());
+    for (const auto& kv : ops_) names.push_back(kv.first);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::size_t OpRegistry::Size() const {
+  std::shared_lock lock(mu_);
+  return ops_.size();
+}
+
+}  // namespace ge

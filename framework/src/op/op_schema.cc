@@ -1,0 +1,95 @@
+// Attribute kind names, OpSchema helpers, Status formatting.
+#include "ge/op/op_schema.h"
+
+#include <array>
+#include <sstream>
+
+#include "ge/op/status.h"
+
+namespace ge {
+namespace {
+constexpr std::array<std::string_view, 12> kAttrTypeNames{
+    "VT_INT",       "VT_FLOAT",      "VT_BOOL",       "VT_STRING",      "VT_DATA_TYPE",      "VT_TENSOR",
+    "VT_LIST_INT",  "VT_LIST_FLOAT", "VT_LIST_BOOL",  "VT_LIST_STRING", "VT_LIST_DATA_TYPE", "VT_LIST_LIST_INT"};
+}  // namespace
+
+std::string_view AttrTypeName(AttrType t) noexcept {
+  const auto i = static_cast<std::size_t>(t);
+  return i < kAttrTypeNames.size() ? kAttrTypeNames[i] : std::string_view("VT_UNKNOWN");
+}
+
+std::optional<AttrType> AttrTypeFromName(std::string_view name) {
+  for (std::size_t i = 0; i < kAttrTypeNames.size(); ++i) {
+    if (kAttrTypeNames[i] == name) return static_cast<AttrType>(i);
+  }
+  return std::nullopt;
+}
+
+std::string_view IrInputKindName(IrInputKind k) noexcept {
+  switch (k) {
+    case IrInputKind::kRequired: return "required";
+    case IrInputKind::kOptional: return "optional";
+    case IrInputKind::kDynamic: return "dynamic";
+  }
+  return "?";
+}
+
+std::string_view IrOutputKindName(IrOutputKind k) noexcept {
+  return k == IrOutputKind::kRequired ? "required" : "dynamic";
+}
+
+std::optional<std::size_t> OpSchema::FindAttr(const std::string& name) const {
+  for (std::size_t i = 0; i < attrs.size(); ++i) {
+    if (attrs[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::size_t> OpSchema::FindInput(const std::string& name) const {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+std::string OpSchema::ToString() const {
+  std::ostringstream os;
+  os << op_type << '(';
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    os << (i ? ", " : "") << inputs[i].name
+       << (inputs[i].kind == IrInputKind::kOptional ? "?" : inputs[i].kind == IrInputKind::kDynamic ? "*" : "");
+  }
+  os << ") -> (";
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    os << (i ? ", " : "") << outputs[i].name << (outputs[i].kind == IrOutputKind::kDynamic ? "*" : "");
+  }
+  os << ')';
+  if (!attrs.empty()) {
+    os << " {";
+    for (std::size_t i = 0; i < attrs.size(); ++i) {
+      os << (i ? ", " : "") << attrs[i].name << ": " << AttrTypeName(attrs[i].type)
+         << (attrs[i].default_value ? " = <default>" : "");
+    }
+    os << '}';
+  }
+  return os.str();
+}
+
+std::string Status::Describe() const {
+  if (ok_) return "ok";
+  std::ostringstream os;
+  os << info_.message;
+  std::string where;
+  if (!info_.plugin.empty()) where += "plugin '" + info_.plugin + "'";
+  if (!info_.location.empty()) {
+    where += (where.empty() ? "" : ", ") + info_.location;
+  } else if (!info_.file.empty()) {
+    where += (where.empty() ? "" : ", ") + std::string("file ") + info_.file;
+  }
+  if (!info_.call_site.empty()) where += (where.empty() ? "in " : ", in ") + info_.call_site;
+  if (!where.empty()) os << " (" << where << ')';
+  if (!info_.traceback.empty()) os << '\n' << info_.traceback;
+  return os.str();
+}
+
+}  // namespace ge

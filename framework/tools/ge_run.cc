@@ -1,0 +1,203 @@
+// ge-run: load plugins, compile and execute a graph, write its outputs.
+#include "ge_run.h"
+
+#include <boost/program_options.hpp>
+
+#include <filesystem>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+#include "ge/engine/engine.h"
+#include "ge/engine/npy.h"
+#include "ge/host/plugin_host.h"
+#include "ge/log.h"
+
+namespace po = boost::program_options;
+namespace stdfs = std::filesystem;
+
+namespace ge::tools {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ge-run GRAPH.json [--opp-path P1:P2] [--output-dir DIR] [--repeat N] [--json] [--log-level L]";
+
+std::string OutputFileName(const TensorRef& r) {
+  return r.node.empty() ? r.text + ".npy" : r.node + "_" + std::to_string(r.index) + ".npy";
+}
+
+// Writes every output under a temporary name, then renames them all: either all
+// outputs appear or none (temporaries are removed on failure).
+std::map<std::string, std::string> WriteOutputs(const Graph& g, const RunResult& res, const stdfs::path& dir) {
+  std::error_code ec;
+  stdfs::create_directories(dir, ec);
+  if (ec) throw NpyError("cannot create output directory " + dir.string() + ": " + ec.message());
+  std::vector<std::pair<stdfs::path, stdfs::path>> staged;
+  std::map<std::string, std::string> files;
+  try {
+    for (const auto& r : g.outputs) {
+      const stdfs::path final_path = dir / OutputFileName(r);
+      const stdfs::path tmp = dir / ("." + OutputFileName(r) + ".tmp-" + std::to_string(::getpid()));
+      staged.emplace_back(tmp, final_path);
+      WriteNpy(tmp, res.outputs.at(r.text));
+      files[r.text] = final_path.string();
+    }
+    for (const auto& [tmp, fin] : staged) {
+      stdfs::rename(tmp, fin, ec);
+      if (ec) throw NpyError("cannot rename " + tmp.string() + " to " + fin.string() + ": " + ec.message());
+    }
+  } catch (...) {
+    for (const auto& [tmp, fin] : staged) stdfs::remove(tmp, ec);
+    throw;
+  }
+  return files;
+}
+
+nlohmann::json ShapeJson(const Shape& s) {
+  nlohmann::json a = nlohmann::json::array();
+  for (std::size_t i = 0; i < s.GetDimNum(); ++i) a.push_back(s.GetDim(i));
+  return a;
+}
+
+}  // namespace
+
+int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  std::string graph_path, opp_path, output_dir = "ge_run_out", log_level;
+  int repeat = 1;
+  bool json_out = false;
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")(
+      "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
+      "output-dir", po::value<std::string>(&output_dir), "where outputs are written as <node>_<index>.npy (default ge_run_out)")(
+      "repeat", po::value<int>(&repeat), "execute the graph N times (default 1)")(
+      "json", po::bool_switch(&json_out), "print the summary as JSON on stdout")(
+      "log-level", po::value<std::string>(&log_level), "trace, debug, info, warn, error, off (default: GE_LOG_LEVEL or warn)");
+  po::options_description hidden;
+  hidden.add_options()("graph", po::value<std::string>(&graph_path));
+  po::options_description all;
+  all.add(desc).add(hidden);
+  po::positional_options_description pos;
+  pos.add("graph", 1);
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+      out << kUsage << "\n\n" << desc;
+      return 0;
+    }
+    if (graph_path.empty()) {
+      err << "ge-run: missing GRAPH.json\n" << kUsage << "\n";
+      return 2;
+    }
+    if (repeat < 1) {
+      err << "ge-run: --repeat must be at least 1, got " << repeat << "\n" << kUsage << "\n";
+      return 2;
+    }
+    if (!log_level.empty()) {
+      auto lvl = ParseLogLevel(log_level);
+      if (!lvl) {
+        err << "ge-run: unknown --log-level '" << log_level << "' (trace, debug, info, warn, error, critical, off)\n";
+        return 2;
+      }
+      SetLogLevel(*lvl);
+    }
+  } catch (const po::error& e) {
+    err << "ge-run: " << e.what() << "\n" << kUsage << "\n";
+    return 2;
+  }
+
+  try {
+    Graph graph = LoadGraph(graph_path);
+    OpRegistry registry;
+    Status st = RegisterBuiltinOps(registry);
+    if (!st.ok()) throw std::runtime_error(st.message());
+    host::HostOptions opts;
+    if (!opp_path.empty()) {
+      opts.opp_paths = host::SplitOppPath(opp_path);
+      opts.use_env_opp_path = false;
+    }
+    host::PluginHost plugin_host(opts, registry);
+    const auto& reports = plugin_host.LoadAll();
+    std::string failed;
+    for (const auto& r : reports) {
+      if (r.status != "ok") {
+        err << "ge-run: warning: plugin " << (r.name.empty() ? r.path : r.name) << " not loaded (" << r.status
+            << "): " << r.error << "\n";
+        failed += (failed.empty() ? "" : "; ") + r.name + ": " + r.error;
+      }
+    }
+    nlohmann::json summary;
+    {
+      Engine engine(registry);
+      CompiledGraph compiled;
+      RunResult result;
+      try {
+        compiled = engine.Compile(graph);
+        result = engine.Run(compiled, repeat);
+      } catch (const EngineError& e) {
+        err << "ge-run: error: " << e.what() << "\n";
+        if (!e.details().empty() && e.details() != e.what()) err << e.details() << "\n";
+        if (!failed.empty() && std::string(e.what()).find("unknown op_type") != std::string::npos) {
+          err << "ge-run: note: plugins that failed to load: " << failed << "\n";
+        }
+        return 1;
+      }
+      const auto files = WriteOutputs(graph, result, output_dir);
+      summary["graph"] = graph.name;
+      summary["repeat"] = repeat;
+      summary["seconds"] = result.seconds;
+      summary["outputs"] = nlohmann::json::object();
+      for (const auto& r : graph.outputs) {
+        const Tensor& t = result.outputs.at(r.text);
+        summary["outputs"][r.text] = {{"dtype", DataTypeName(t.GetDataType())},
+                                      {"shape", ShapeJson(t.GetStorageShape())},
+                                      {"file", files.at(r.text)}};
+      }
+      summary["nodes"] = nlohmann::json::array();
+      for (const auto& c : compiled.nodes) {
+        summary["nodes"].push_back({{"name", c.stats.name},
+                                    {"op_type", c.stats.op_type},
+                                    {"source", c.stats.source},
+                                    {"python", c.stats.python},
+                                    {"calls", {{"infer_meta", c.stats.infer_meta_calls}, {"execute", c.stats.execute_calls}}},
+                                    {"execute_ms_mean", 1e3 * c.stats.execute_seconds / repeat}});
+      }
+      summary["python_calls"] = plugin_host.PythonCalls();
+      summary["plugins"] = nlohmann::json::array();
+      for (const auto& r : reports) {
+        summary["plugins"].push_back({{"name", r.name}, {"path", r.path}, {"isolation", r.isolation},
+                                      {"status", r.status}, {"error", r.error}, {"ops", r.op_types}});
+      }
+    }
+    if (json_out) {
+      out << summary.dump(2) << "\n";
+    } else {
+      out << "graph '" << graph.name << "': " << summary["nodes"].size() << " node(s), " << repeat << " run(s) in "
+          << std::fixed << std::setprecision(3) << 1e3 * summary["seconds"].get<double>() << " ms, "
+          << summary["python_calls"].get<uint64_t>() << " Python call(s)\n";
+      for (const auto& n : summary["nodes"]) {
+        out << "  " << std::left << std::setw(14) << n["name"].get<std::string>() << std::setw(18)
+            << n["op_type"].get<std::string>() << (n["python"].get<bool>() ? "python " : "c++    ") << std::right
+            << std::setw(10) << std::setprecision(4) << n["execute_ms_mean"].get<double>() << " ms/run  infer_meta "
+            << n["calls"]["infer_meta"].get<uint64_t>() << "  execute " << n["calls"]["execute"].get<uint64_t>() << "\n";
+      }
+      for (const auto& [ref, o] : summary["outputs"].items()) {
+        out << "  output " << ref << ": " << o["dtype"].get<std::string>() << o["shape"].dump() << " -> "
+            << o["file"].get<std::string>() << "\n";
+      }
+    }
+    return 0;
+  } catch (const GraphError& e) {
+    err << "ge-run: error: " << e.what() << "\n";
+  } catch (const NpyError& e) {
+    err << "ge-run: error: " << e.what() << "\n";
+  } catch (const std::exception& e) {
+    err << "ge-run: error: " << e.what() << "\n";
+  }
+  return 1;
+}
+
+}  // namespace ge::tools

@@ -1,0 +1,42 @@
+"""Helpers shared by the ge-run end-to-end tests (graph fragments, assertions)."""
+
+
+def f32(name, data, shape=None):
+    """An inline float32 graph input."""
+    return {"name": name, "dtype": "float32", "shape": shape if shape is not None else [len(data)], "data": data}
+
+
+def node(name, op_type, inputs, attrs=None):
+    n = {"name": name, "op_type": op_type, "inputs": inputs}
+    if attrs is not None:
+        n["attrs"] = attrs
+    return n
+
+
+def assert_failed_cleanly(res, *fragments):
+    """Exit 1, one error message holding every fragment, no output files."""
+    assert res.returncode == 1, f"exit {res.returncode}\nstdout:\n{res.stdout}\nstderr:\n{res.stderr}"
+    assert res.stderr.count("error:") == 1, f"expected exactly one error message:\n{res.stderr}"
+    error_line = next(line for line in res.stderr.splitlines() if "error:" in line)
+    for f in fragments:
+        assert f in error_line, f"{f!r} not in the error message {error_line!r}\nfull stderr:\n{res.stderr}"
+    assert res.outputs() == [], f"output files were written: {res.outputs()}"
+    assert res.stdout == "", f"a failed run printed a summary: {res.stdout!r}"
+
+
+def assert_verdicts(values, names):
+    """Every verdict is 1.0; report the failing checks by name."""
+    values = [float(v) for v in values]
+    assert len(values) == len(names), f"{len(values)} verdicts for {len(names)} checks"
+    failed = [n for v, n in zip(values, names) if v != 1.0]
+    assert not failed, "not as specified: " + "; ".join(failed)
+
+
+def plugin_checks(path, name):
+    """The list literal ``name = [...]`` of a test plugin (check names, in output order)."""
+    import ast
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == name for t in stmt.targets):
+            return ast.literal_eval(stmt.value)
+    raise KeyError(f"{name} not found in {path}")

@@ -1,0 +1,129 @@
+"""Every failure: exit 1, ONE error message naming the node and field, no output files."""
+import numpy as np
+import pytest
+
+from e2e_helpers import assert_failed_cleanly, f32, node
+
+
+def test_invalid_json(ge_run, write_graph):
+    g = write_graph(None, None, raw='{"name": "broken", "nodes": [')
+    res = ge_run(g)
+    assert_failed_cleanly(res, str(g), "invalid JSON")
+
+
+def test_unknown_op_type(ge_run, write_graph):
+    g = write_graph([node("n0", "NoSuchOpXyz", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    assert_failed_cleanly(ge_run(g), "'n0'", "NoSuchOpXyz", "unknown op_type")
+
+
+def test_wrong_input_count(ge_run, write_graph):
+    g = write_graph([node("n0", "E2eCopy", ["x", "x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    assert_failed_cleanly(ge_run(g), "'n0'", "inputs", "got 2", "expects 1")
+
+
+def test_dtype_mismatch_infer_meta_type_error(ge_run, write_graph):
+    g = write_graph([node("n0", "E2eFloatOnly", ["x"])], ["n0:0"],
+                    inputs=[{"name": "x", "dtype": "int32", "shape": [2], "data": [1, 2]}])
+    res = ge_run(g)
+    assert_failed_cleanly(res, "'n0'", "infer_meta", "TypeError", "float32 only")
+
+
+def test_shape_mismatch_between_execute_and_infer_meta(ge_run, write_graph):
+    g = write_graph([node("n0", "E2eBadShape", ["x"])], ["n0:0"], inputs=[f32("x", [1.0, 2.0])])
+    assert_failed_cleanly(ge_run(g), "'n0'", "output 0", "shape", "[3]", "[2]")
+
+
+def test_missing_npy_file(ge_run, write_graph):
+    g = write_graph([node("n0", "E2eCopy", ["x"])], ["n0:0"],
+                    inputs=[{"name": "x", "dtype": "float32", "shape": [2], "file": "does_not_exist.npy"}])
+    assert_failed_cleanly(ge_run(g), "inputs[0]", "'x'", "file", "does_not_exist.npy")
+
+
+def test_bad_npy_file(ge_run, write_graph, tmp_path):
+    (tmp_path / "garbage.npy").write_bytes(b"this is not a numpy file at all\n" * 4)
+    g = write_graph([node("n0", "E2eCopy", ["x"])], ["n0:0"],
+                    inputs=[{"name": "x", "dtype": "float32", "shape": [2], "file": "garbage.npy"}])
+    assert_failed_cleanly(ge_run(g), "inputs[0]", "'x'", "file", "garbage.npy")
+
+
+def test_npy_shape_differs_from_the_declared_one(ge_run, write_graph, tmp_path):
+    np.save(tmp_path / "three.npy", np.zeros(3, np.float32))
+    g = write_graph([node("n0", "E2eCopy", ["x"])], ["n0:0"],
+                    inputs=[{"name": "x", "dtype": "float32", "shape": [2], "file": "three.npy"}])
+    assert_failed_cleanly(ge_run(g), "inputs[0]", "'x'", "three.npy", "[3]", "[2]")
+
+
+def test_plugin_exception_in_execute(ge_run, write_graph):
+    # n0 succeeds first: its output must not be written either.
+    g = write_graph([node("n0", "E2eCopy", ["x"]), node("n1", "E2eRaise", ["n0:0"])], ["n0:0", "n1:0"],
+                    inputs=[f32("x", [1.0])])
+    res = ge_run(g)
+    assert_failed_cleanly(res, "'n1'", "E2eRaise", "execute", "ValueError", "e2e deliberate failure 4242")
+    assert "Traceback (most recent call last)" in res.stderr
+    assert "_fail_deep" in res.stderr           # the innermost frame of the plugin
+    assert "e2e_ops" in res.stderr              # the plugin's name
+
+
+def test_missing_required_attribute(ge_run, write_graph):
+    g = write_graph([node("n0", "E2eAttrDump", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    assert_failed_cleanly(ge_run(g), "'n0'", "attrs.i", "missing required attribute")
+
+
+def test_unknown_attribute(ge_run, write_graph):
+    g = write_graph([node("n0", "E2eCopy", ["x"], {"bogus": 1})], ["n0:0"], inputs=[f32("x", [1.0])])
+    assert_failed_cleanly(ge_run(g), "'n0'", "attrs.bogus", "unknown attribute")
+
+
+@pytest.mark.parametrize("name,value", [
+    ("i", "seven"),          # VT_INT from a string
+    ("i", 1.5),              # VT_INT from a float
+    ("b", 1),                # VT_BOOL from an int
+    ("f", "0.5"),            # VT_FLOAT from a string
+    ("s", 3),                # VT_STRING from an int
+    ("dt", "float128"),      # unknown dtype name
+    ("li", [1, "x"]),        # a bad list element
+    ("lli", [1, 2]),         # VT_LIST_LIST_INT from a flat list
+])
+def test_wrong_attribute_type(ge_run, write_graph, name, value):
+    attrs = {"i": 1, name: value}
+    g = write_graph([node("n0", "E2eAttrDump", ["x"], attrs)], ["n0:0"], inputs=[f32("x", [1.0])])
+    assert_failed_cleanly(ge_run(g), "'n0'", f"attrs.{name}")
+
+
+def test_cycle(ge_run, write_graph):
+    g = write_graph([node("a", "E2eCopy", ["b:0"]), node("b", "E2eCopy", ["a:0"])], ["b:0"],
+                    inputs=[f32("x", [1.0])])
+    res = ge_run(g)
+    assert_failed_cleanly(res, "cycle")
+    line = next(x for x in res.stderr.splitlines() if "error:" in x)
+    assert "'a'" in line or "'b'" in line
+
+
+def test_reference_to_unknown_node(ge_run, write_graph):
+    g = write_graph([node("n0", "E2eCopy", ["nope:0"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    assert_failed_cleanly(ge_run(g), "'n0'", "inputs[0]", "nope")
+
+
+def test_reference_to_unknown_graph_input(ge_run, write_graph):
+    g = write_graph([node("n0", "E2eCopy", ["zzz"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    assert_failed_cleanly(ge_run(g), "'n0'", "inputs[0]", "zzz")
+
+
+def test_reference_to_unknown_output_index(ge_run, write_graph):
+    g = write_graph([node("n0", "E2eCopy", ["x"]), node("n1", "E2eCopy", ["n0:5"])], ["n1:0"],
+                    inputs=[f32("x", [1.0])])
+    assert_failed_cleanly(ge_run(g), "'n1'", "inputs[0]", "n0:5")
+
+
+def test_graph_output_with_unknown_index(ge_run, write_graph):
+    g = write_graph([node("n0", "E2eCopy", ["x"])], ["n0:3"], inputs=[f32("x", [1.0])])
+    assert_failed_cleanly(ge_run(g), "outputs", "n0:3")
+
+
+def test_failed_run_keeps_an_existing_output_dir_untouched(ge_run, write_graph, tmp_path):
+    out = tmp_path / "existing"
+    out.mkdir()
+    g = write_graph([node("n0", "E2eRaise", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, output_dir=out)
+    assert_failed_cleanly(res, "'n0'")
+    assert list(out.iterdir()) == []
