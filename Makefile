@@ -1,7 +1,8 @@
 # Top-level entry points. Each target does all set-up on a fresh Debian 12
 # machine (missing Debian packages are installed with apt-get), then:
-#   make run    runs ge-run on the sample graph over plugins/samples and checks
-#               the outputs against an independent numpy reference
+#   make run    runs ge-run on the sample graphs over plugins/samples and checks
+#               the outputs against independent numpy references (the tiling
+#               graph is compiled for three platforms)
 #   make test   runs every test suite through CTest
 #   make bench  runs the benchmarks and prints their figures
 BUILD ?= build
@@ -34,6 +35,13 @@ run: build
 	$(BUILD)/bin/ge-run share/examples/attention_block.json --opp-path plugins/samples \
 	  --output-dir $(BUILD)/run-out --repeat 3
 	$(PYTHON) share/examples/check_attention_block.py $(BUILD)/run-out
+	@for soc in host Ascend910B1 Ascend310P3; do \
+	  echo "== compile for $$soc: TiledSoftmaxCustom picks its tiling from the platform"; \
+	  rm -rf $(BUILD)/run-tiling-$$soc; \
+	  $(BUILD)/bin/ge-run share/examples/tiling.json --opp-path plugins/samples --soc $$soc \
+	    --output-dir $(BUILD)/run-tiling-$$soc || exit 1; \
+	  $(PYTHON) share/examples/check_tiling.py $(BUILD)/run-tiling-$$soc || exit 1; \
+	done
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -55,4 +55,14 @@ Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContex
 // and stores its result in ctx.
 Status InvokeInferMeta(PyObject* call_infer_meta, PyObject* proto, InferMetaContext* ctx, const CallSite& site);
 
+// compile(self, <inputs...>, <outputs...>, *, <attrs...>): `revalidate` (a
+// callable, may be null) re-checks the signature against the IR before each
+// call; `ctx_var` / `platform_var` publish the OpCompileContext and the separate
+// CompilePlatformInfo. Every tensor, view and attribute is read-only.
+Status InvokeCompile(PyObject* method, PyObject* revalidate, PyObject* ctx_var, PyObject* platform_var,
+                     OpCompileContext* ctx, const CallSite& site, bool keep_python_error = false);
+
+// Registers OpCompileContext and CompilePlatformInfo (module init).
+void RegisterCompileViews();
+
 }  // namespace ge::py

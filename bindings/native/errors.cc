@@ -85,17 +85,25 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
       info.location = SafeStr(fname.get()) + ":" + std::to_string(PyLong_AsLong(lineno.get()));
     }
   }
-  // Innermost frame of the traceback.
+  // The innermost frame of the plugin (a frame in `file`, or under it for a
+  // package directory); the innermost frame overall when none is the plugin's
+  // (an error raised inside numpy or ge names the plugin line that called it).
   if (info.location.empty() && tb) {
-    PyTracebackObject* t = reinterpret_cast<PyTracebackObject*>(tb.get());
-    while (t->tb_next != nullptr) t = t->tb_next;
-    PyCodeObject* code = PyFrame_GetCode(t->tb_frame);
-    if (code != nullptr) {
+    std::string innermost, in_plugin;
+    for (auto* t = reinterpret_cast<PyTracebackObject*>(tb.get()); t != nullptr; t = t->tb_next) {
+      PyCodeObject* code = PyFrame_GetCode(t->tb_frame);
+      if (code == nullptr) continue;
       Ref filename(PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename"));
       Py_DECREF(code);
       PyErr_Clear();
-      if (filename) info.location = SafeStr(filename.get()) + ":" + std::to_string(t->tb_lineno);
+      if (!filename) continue;
+      const std::string name = SafeStr(filename.get());
+      innermost = name + ":" + std::to_string(t->tb_lineno);
+      const bool ours = !file.empty() && name.compare(0, file.size(), file) == 0 &&
+                        (name.size() == file.size() || name[file.size()] == '/');
+      if (ours) in_plugin = innermost;
     }
+    info.location = in_plugin.empty() ? innermost : in_plugin;
   }
   // Formatted traceback through the interpreter's own traceback module; if that
   // fails (a broken interpreter), keep what we have.

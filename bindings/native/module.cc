@@ -106,6 +106,77 @@ bp::object TestingExecute(bp::object method, bp::object ctx_var, bp::object prot
   return outs;
 }
 
+// Flattens TensorDesc / None / list[TensorDesc] entries by IR kind.
+template <typename Kind>
+void FlattenDescs(bp::list entries, const std::vector<Kind>& ir, bool (*is_dynamic)(const Kind&),
+                  bool (*may_be_absent)(const Kind&), const std::string& what, std::vector<TensorDesc>& out,
+                  std::vector<std::size_t>& counts) {
+  if (bp::len(entries) != static_cast<Py_ssize_t>(ir.size())) {
+    RaiseTypeError("expected " + std::to_string(ir.size()) + " " + what + "s, got " + std::to_string(bp::len(entries)));
+  }
+  for (std::size_t k = 0; k < ir.size(); ++k) {
+    bp::object e = entries[k];
+    const std::string w = what + " '" + ir[k].name + "'";
+    if (is_dynamic(ir[k])) {
+      if (!PyList_Check(e.ptr())) RaiseTypeError(w + " is dynamic: pass a list");
+      counts.push_back(static_cast<std::size_t>(bp::len(e)));
+      for (Py_ssize_t i = 0; i < bp::len(e); ++i) out.push_back(ExtractTensorDesc(e[i], w));
+    } else if (e.is_none()) {
+      if (!may_be_absent(ir[k])) RaiseTypeError(w + " is required");
+      counts.push_back(0);
+    } else {
+      counts.push_back(1);
+      out.push_back(ExtractTensorDesc(e, w));
+    }
+  }
+}
+
+// ge.testing back end for compile: runs `method` (a bound compile) on
+// TensorDesc metadata with options and the platform of `soc` (read from
+// `platform_dir`), as the engine does. Python exceptions propagate.
+void TestingCompile(bp::object method, bp::object revalidate, bp::object ctx_var, bp::object platform_var,
+                    bp::object proto_dict, bp::list inputs, bp::list outputs, bp::dict attrs, bp::dict options,
+                    const std::string& soc, const std::string& platform_dir) {
+  auto schema = SchemaFromDict(proto_dict);
+  std::vector<TensorDesc> in, out;
+  std::vector<std::size_t> in_counts, out_counts;
+  FlattenDescs<IrInput>(
+      inputs, schema->inputs, +[](const IrInput& i) { return i.kind == IrInputKind::kDynamic; },
+      +[](const IrInput& i) { return i.kind == IrInputKind::kOptional; }, "input", in, in_counts);
+  FlattenDescs<IrOutput>(
+      outputs, schema->outputs, +[](const IrOutput& o) { return o.kind == IrOutputKind::kDynamic; },
+      +[](const IrOutput&) { return false; }, "output", out, out_counts);
+  std::vector<AttrValue> values;
+  for (const auto& a : schema->attrs) {
+    if (!attrs.has_key(a.name)) {
+      if (!a.default_value) RaiseTypeError("missing required attr '" + a.name + "'");
+      values.push_back(*a.default_value);
+    } else {
+      values.push_back(AttrFromPython(attrs[a.name], a.type, a.name));
+    }
+  }
+  RuntimeAttrs rt(std::move(values));
+  std::map<std::string, std::string> opts;
+  bp::list items = options.items();
+  for (Py_ssize_t i = 0; i < bp::len(items); ++i) {
+    bp::object k = items[i][0], v = items[i][1];
+    if (!PyUnicode_Check(k.ptr()) || !PyUnicode_Check(v.ptr())) RaiseTypeError("compile options must map str to str");
+    opts[SafeStr(k.ptr())] = SafeStr(v.ptr());
+  }
+  OpCompileContext ctx(*schema, in, InstanceLayout(in_counts), out, InstanceLayout(out_counts), rt, opts,
+                       [soc, platform_dir]() {
+                         return std::make_shared<const PlatformInfos>(PlatformInfos::ForSoc(soc, platform_dir));
+                       });
+  CallSite site{"<testing>", "", schema->op_type, "compile"};
+  Status st = InvokeCompile(method.ptr(), revalidate.ptr(), ctx_var.ptr(), platform_var.ptr(), &ctx, site,
+                            /*keep_python_error=*/true);
+  if (!st.ok()) {
+    if (PyErr_Occurred()) bp::throw_error_already_set();
+    if (st.info().exception_type == "TypeError") RaiseTypeError(st.message());
+    RaiseRuntimeError(st.message());
+  }
+}
+
 }  // namespace
 }  // namespace ge::py
 
@@ -114,6 +185,9 @@ BOOST_PYTHON_MODULE(_ge_native) {
   bp::scope().attr("__doc__") =
       "Native classes of the GE plugin host (views over C++ runtime objects). Use ge.runtime / ge.custom_op.";
   RegisterViews();
+  RegisterCompileViews();
+  bp::def("_testing_compile", &TestingCompile,
+          "Runs a bound compile on TensorDesc metadata as the engine does (ge.testing back end).");
   bp::def("_testing_execute", &TestingExecute,
           "Runs a bound execute on (data, shape, dtype) tensors as the host does (ge.testing back end).");
 }

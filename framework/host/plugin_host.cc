@@ -187,11 +187,11 @@ bp::object Import(const char* name) { return bp::import(name); }
 // A Python implementation class seen through the C++ capability interfaces. It
 // inherits every interface; GetCapabilities() reports what the class defines,
 // so CustomOpCast refuses the others.
-class PythonOpAdapter final : public EagerExecuteOp, public InferMetaOp {
+class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public InferMetaOp {
  public:
   PythonOpAdapter(std::shared_ptr<LoadedPlugin> plugin, std::shared_ptr<const OpSchema> schema, uint32_t caps,
                   std::string descriptor_key, PyHandle cls, PyHandle proto, PyHandle call_infer_meta, PyHandle ctx_var,
-                  std::shared_ptr<std::atomic<uint64_t>> calls)
+                  PyHandle compile_vars, PyHandle revalidate_compile, std::shared_ptr<std::atomic<uint64_t>> calls)
       : plugin_(std::move(plugin)),
         schema_(std::move(schema)),
         caps_(caps),
@@ -200,11 +200,16 @@ class PythonOpAdapter final : public EagerExecuteOp, public InferMetaOp {
         proto_(std::move(proto)),
         call_infer_meta_(std::move(call_infer_meta)),
         ctx_var_(std::move(ctx_var)),
+        compile_vars_(std::move(compile_vars)),
+        revalidate_compile_(std::move(revalidate_compile)),
         calls_(std::move(calls)) {}
 
   ~PythonOpAdapter() override {
     InterpreterGuard guard(*plugin_->interp);
-    for (PyHandle* h : {&cls_, &proto_, &call_infer_meta_, &ctx_var_, &instance_, &execute_}) h->Reset();
+    for (PyHandle* h : {&cls_, &proto_, &call_infer_meta_, &ctx_var_, &compile_vars_, &revalidate_compile_, &instance_,
+                        &execute_, &compile_}) {
+      h->Reset();
+    }
   }
 
   uint32_t GetCapabilities() const noexcept override { return caps_; }
@@ -220,6 +225,20 @@ class PythonOpAdapter final : public EagerExecuteOp, public InferMetaOp {
     }
     calls_->fetch_add(1, std::memory_order_relaxed);
     return py::InvokeExecute(execute_.get(), ctx_var_.get(), ctx, site);
+  }
+
+  Status Compile(OpCompileContext* ctx) override {
+    if (!HasCapability(caps_, CustomOpCapability::kCompilable)) return Status::Error(descriptor_key_ + " has no compile");
+    InterpreterGuard guard(*plugin_->interp);
+    py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "compile"};
+    if (!compile_) {
+      Status st = BindMethod("compile", compile_, site);
+      if (!st.ok()) return st;
+    }
+    calls_->fetch_add(1, std::memory_order_relaxed);
+    PyObject* vars = compile_vars_.get();  // (compile ctx var, platform var)
+    return py::InvokeCompile(compile_.get(), revalidate_compile_.get(), PyTuple_GET_ITEM(vars, 0),
+                             PyTuple_GET_ITEM(vars, 1), ctx, site);
   }
 
   Status InferMeta(InferMetaContext* ctx) override {
@@ -253,7 +272,7 @@ class PythonOpAdapter final : public EagerExecuteOp, public InferMetaOp {
   std::shared_ptr<const OpSchema> schema_;
   uint32_t caps_;
   std::string descriptor_key_;
-  PyHandle cls_, proto_, call_infer_meta_, ctx_var_, instance_, execute_;
+  PyHandle cls_, proto_, call_infer_meta_, ctx_var_, compile_vars_, revalidate_compile_, instance_, execute_, compile_;
   std::shared_ptr<std::atomic<uint64_t>> calls_;
 };
 
@@ -267,6 +286,10 @@ struct PluginHost::Impl {
   std::set<std::string> loaded_paths;
   std::vector<std::shared_ptr<PythonOpAdapter>> adapters;  // strong refs: released outside any lock
   std::vector<std::string> sources;                        // registered plugin paths
+  // Main-interpreter plugins loaded: (module name, (op_type, descriptor key)...).
+  // The main interpreter outlives the host, so Unload removes their modules and
+  // registrations from it; otherwise a later host would re-import nothing.
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> main_loaded;
   std::shared_ptr<std::atomic<uint64_t>> calls = std::make_shared<std::atomic<uint64_t>>(0);
   std::shared_ptr<spdlog::logger> log = Logger("host");
 
@@ -310,6 +333,9 @@ struct PluginHost::Impl {
     r.status = status;
     r.error = e.message;
     if (!e.location.empty()) r.error += " (at " + e.location + ")";
+    // Every load failure names the plugin's file, also when no frame of the
+    // plugin is on the traceback (signature validation, a decorator's check).
+    if (!r.path.empty() && r.error.find(r.path) == std::string::npos) r.error = r.path + ": " + r.error;
     r.details = e.traceback;
   }
 
@@ -344,6 +370,7 @@ struct PluginHost::Impl {
 
     std::vector<std::shared_ptr<PythonOpAdapter>> made;
     std::vector<std::pair<std::string, std::string>> caps;
+    std::vector<std::pair<std::string, std::string>> keys;  // (op_type, descriptor key)
     {
       InterpreterGuard guard(*plugin->interp);
       const fs::path p(d.path);
@@ -387,7 +414,12 @@ struct PluginHost::Impl {
         bp::object impls = collected["impls"];
         bp::object proto_mod = Import("ge.custom_op.proto");
         bp::object call_infer_meta = Import("ge.custom_op._proto").attr("call_infer_meta");
-        bp::object ctx_var = Import("ge.custom_op").attr("_EXECUTE_CTX");
+        bp::object custom_op = Import("ge.custom_op");
+        bp::object ctx_var = custom_op.attr("_EXECUTE_CTX");
+        bp::object compile_vars = bp::make_tuple(bp::object(custom_op.attr("_COMPILE_CTX")),
+                                                  bp::object(custom_op.attr("_COMPILE_PLATFORM")));
+        bp::object validate_impl = Import("ge.custom_op._validate").attr("validate_impl");
+        bp::object partial = Import("functools").attr("partial");
         for (Py_ssize_t i = 0; i < bp::len(impls); ++i) {
           bp::object impl = impls[i];
           const std::string op_type = bp::extract<std::string>(impl["op_type"]);
@@ -409,10 +441,14 @@ struct PluginHost::Impl {
             if (itf == "annotated_args") mask |= static_cast<uint32_t>(CustomOpCapability::kAnnotatedArgs);
           }
           bp::object proto_obj = proto_mod.attr("get_registered_op_proto_by_op_type")(op_type);
-          made.push_back(std::make_shared<PythonOpAdapter>(plugin, schema, mask, key, PyHandle(impl["cls"]),
-                                                           PyHandle(proto_obj), PyHandle(call_infer_meta),
-                                                           PyHandle(ctx_var), calls));
+          // compile is validated again before every call (API.md section 5).
+          bp::object descriptor = impl["cls"].attr("__ge_op_impl_descriptor__");
+          bp::object revalidate = partial(validate_impl, descriptor, "compile", proto_obj);
+          made.push_back(std::make_shared<PythonOpAdapter>(
+              plugin, schema, mask, key, PyHandle(impl["cls"]), PyHandle(proto_obj), PyHandle(call_infer_meta),
+              PyHandle(ctx_var), PyHandle(compile_vars), PyHandle(revalidate), calls));
           caps.emplace_back(op_type, CapabilityString(mask));
+          keys.emplace_back(op_type, key);
         }
       } catch (const bp::error_already_set&) {
         Fail(r, py::FetchPythonError(d.name, d.path, "validation"));
@@ -476,6 +512,7 @@ struct PluginHost::Impl {
     r.op_types = done;
     r.capabilities = caps;
     sources.push_back(d.path);
+    if (!sub) main_loaded.emplace_back(d.name, keys);
     adapters.insert(adapters.end(), made.begin(), made.end());
     log->info("plugin '{}' loaded from {} ({}): {} op(s)", d.name, d.path, r.isolation, done.size());
     return r;
@@ -493,6 +530,23 @@ struct PluginHost::Impl {
     for (const auto& src : sources) registry.UnregisterSource(src);
     sources.clear();
     adapters.clear();  // each adapter releases its Python objects in its interpreter; the last ends it
+    if (main_loaded.empty()) return;
+    InterpreterGuard guard(*runtime->Main());
+    for (const auto& [name, ops] : main_loaded) {
+      try {
+        bp::object impl_mod = Import("ge.custom_op._impl");
+        bp::object proto_mod = Import("ge.custom_op._proto");
+        for (const auto& [op_type, key] : ops) {
+          impl_mod.attr("_unregister_op_impl")(key);
+          proto_mod.attr("_unregister_op_proto")(op_type);
+        }
+        Import("ge._loader").attr("forget_plugin")(name);
+      } catch (const bp::error_already_set&) {
+        log->warn("cannot forget main-interpreter plugin '{}': {}", name,
+                  py::FetchPythonError(name, "", "unload").message);
+      }
+    }
+    main_loaded.clear();
   }
 };
 

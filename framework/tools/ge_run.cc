@@ -22,7 +22,8 @@ namespace ge::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ge-run GRAPH.json [--opp-path P1:P2] [--output-dir DIR] [--repeat N] [--json] [--log-level L]";
+    "usage: ge-run GRAPH.json [--opp-path P1:P2] [--output-dir DIR] [--repeat N] [--soc NAME] [--option KEY=VALUE]... "
+    "[--json] [--log-level L]";
 
 std::string OutputFileName(const TensorRef& r) {
   return r.node.empty() ? r.text + ".npy" : r.node + "_" + std::to_string(r.index) + ".npy";
@@ -64,7 +65,8 @@ nlohmann::json ShapeJson(const Shape& s) {
 }  // namespace
 
 int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  std::string graph_path, opp_path, output_dir = "ge_run_out", log_level;
+  std::string graph_path, opp_path, output_dir = "ge_run_out", log_level, soc = "host";
+  std::vector<std::string> option_args;
   int repeat = 1;
   bool json_out = false;
   po::options_description desc("options");
@@ -72,6 +74,9 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
       "output-dir", po::value<std::string>(&output_dir), "where outputs are written as <node>_<index>.npy (default ge_run_out)")(
       "repeat", po::value<int>(&repeat), "execute the graph N times (default 1)")(
+      "soc", po::value<std::string>(&soc), "target platform for compile: host (default) or a share/platform/<SoC>.ini name")(
+      "option", po::value<std::vector<std::string>>(&option_args)->composing(),
+      "compile option KEY=VALUE (repeatable; overrides the graph's \"options\")")(
       "json", po::bool_switch(&json_out), "print the summary as JSON on stdout")(
       "log-level", po::value<std::string>(&log_level), "trace, debug, info, warn, error, off (default: GE_LOG_LEVEL or warn)");
   po::options_description hidden;
@@ -94,6 +99,17 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
     }
     if (repeat < 1) {
       err << "ge-run: --repeat must be at least 1, got " << repeat << "\n" << kUsage << "\n";
+      return 2;
+    }
+    for (const auto& o : option_args) {
+      const auto eq = o.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        err << "ge-run: --option expects KEY=VALUE, got '" << o << "'\n" << kUsage << "\n";
+        return 2;
+      }
+    }
+    if (soc.empty()) {
+      err << "ge-run: --soc must not be empty\n" << kUsage << "\n";
       return 2;
     }
     if (!log_level.empty()) {
@@ -135,7 +151,10 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       CompiledGraph compiled;
       RunResult result;
       try {
-        compiled = engine.Compile(graph);
+        CompileOptions copts;
+        copts.soc = soc;
+        for (const auto& o : option_args) copts.options[o.substr(0, o.find('='))] = o.substr(o.find('=') + 1);
+        compiled = engine.Compile(graph, copts);
         result = engine.Run(compiled, repeat);
       } catch (const EngineError& e) {
         err << "ge-run: error: " << e.what() << "\n";
@@ -147,6 +166,8 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       }
       const auto files = WriteOutputs(graph, result, output_dir);
       summary["graph"] = graph.name;
+      summary["soc"] = soc;
+      summary["options"] = compiled.options;
       summary["repeat"] = repeat;
       summary["seconds"] = result.seconds;
       summary["outputs"] = nlohmann::json::object();
@@ -162,7 +183,9 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
                                     {"op_type", c.stats.op_type},
                                     {"source", c.stats.source},
                                     {"python", c.stats.python},
-                                    {"calls", {{"infer_meta", c.stats.infer_meta_calls}, {"execute", c.stats.execute_calls}}},
+                                    {"calls", {{"infer_meta", c.stats.infer_meta_calls},
+                                               {"compile", c.stats.compile_calls},
+                                               {"execute", c.stats.execute_calls}}},
                                     {"execute_ms_mean", 1e3 * c.stats.execute_seconds / repeat}});
       }
       summary["python_calls"] = plugin_host.PythonCalls();
@@ -175,14 +198,15 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (json_out) {
       out << summary.dump(2) << "\n";
     } else {
-      out << "graph '" << graph.name << "': " << summary["nodes"].size() << " node(s), " << repeat << " run(s) in "
+      out << "graph '" << graph.name << "' (soc " << soc << "): " << summary["nodes"].size() << " node(s), " << repeat << " run(s) in "
           << std::fixed << std::setprecision(3) << 1e3 * summary["seconds"].get<double>() << " ms, "
           << summary["python_calls"].get<uint64_t>() << " Python call(s)\n";
       for (const auto& n : summary["nodes"]) {
-        out << "  " << std::left << std::setw(14) << n["name"].get<std::string>() << std::setw(18)
-            << n["op_type"].get<std::string>() << (n["python"].get<bool>() ? "python " : "c++    ") << std::right
+        out << "  " << std::left << std::setw(14) << n["name"].get<std::string>() << std::setw(22)
+            << n["op_type"].get<std::string>() + " " << (n["python"].get<bool>() ? "python " : "c++    ") << std::right
             << std::setw(10) << std::setprecision(4) << n["execute_ms_mean"].get<double>() << " ms/run  infer_meta "
-            << n["calls"]["infer_meta"].get<uint64_t>() << "  execute " << n["calls"]["execute"].get<uint64_t>() << "\n";
+            << n["calls"]["infer_meta"].get<uint64_t>() << "  compile " << n["calls"]["compile"].get<uint64_t>()
+            << "  execute " << n["calls"]["execute"].get<uint64_t>() << "\n";
       }
       for (const auto& [ref, o] : summary["outputs"].items()) {
         out << "  output " << ref << ": " << o["dtype"].get<std::string>() << o["shape"].dump() << " -> "

@@ -13,8 +13,9 @@ Example::
     (y,) = run_execute("GeluCustom", [host_tensor([1.0, -2.0], DataType.DT_FLOAT)])
     assert y.tolist() == [...]
 """
+import functools
+import os
 import struct
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence
 
 import _ge_native
@@ -26,7 +27,7 @@ from .custom_op import _proto
 from .custom_op._impl import get_registered_op_impl_by_op_type
 from .custom_op._validate import validate_impl
 
-__all__ = ["HostTensor", "host_tensor", "run_execute", "run_infer_meta"]
+__all__ = ["HostTensor", "host_tensor", "run_execute", "run_infer_meta", "run_compile"]
 
 _STRUCT = {
     DataType.DT_FLOAT: "f", DataType.DT_FLOAT16: "e", DataType.DT_DOUBLE: "d", DataType.DT_INT8: "b",
@@ -35,12 +36,22 @@ _STRUCT = {
 }
 
 
-@dataclass
 class HostTensor:
     """An owned host tensor: raw little-endian bytes, a shape and a DataType."""
-    data: bytes
-    shape: List[int]
-    data_type: DataType
+
+    __slots__ = ("data", "shape", "data_type")
+
+    def __init__(self, data: bytes, shape: List[int], data_type: DataType):
+        self.data = bytes(data)
+        self.shape = list(shape)
+        self.data_type = DataType(data_type)
+
+    def __eq__(self, other):
+        return (isinstance(other, HostTensor) and (self.data, self.shape, self.data_type)
+                == (other.data, other.shape, other.data_type))
+
+    def __repr__(self):
+        return f"HostTensor(shape={self.shape}, data_type={DataType(self.data_type).name}, {len(self.data)} bytes)"
 
     def tolist(self) -> list:
         """Flat list of the elements (struct-decoded; not for bfloat16)."""
@@ -112,3 +123,50 @@ def run_infer_meta(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[
     full = {a["name"]: a["default"] for a in proto.to_dict()["attrs"] if not a["required"]}
     full.update(attrs or {})
     return [desc for _, desc in _proto.call_infer_meta(proto, list(inputs), full)]
+
+
+def _default_platform_dir():
+    env = os.environ.get("GE_PLATFORM_DIR")
+    if env:
+        return env
+    # Source tree / build tree: <root>/bindings/python/ge or <build>/python/ge -> <root>/share/platform
+    here = os.path.dirname(os.path.realpath(__file__))
+    for rel in ("../../../share/platform", "../../share/platform", "../../../share/ge-plugin/platform"):
+        cand = os.path.normpath(os.path.join(here, rel))
+        if os.path.isdir(cand):
+            return cand
+    return "share/platform"
+
+
+def run_compile(op_type: str, inputs: Sequence[Any], outputs: Optional[Sequence[Any]] = None,
+                attrs: Optional[Mapping[str, Any]] = None, options: Optional[Mapping[str, str]] = None,
+                soc: str = "host", platform_dir: Optional[str] = None, instance: Any = None) -> Any:
+    """Run the registered implementation's ``compile`` for ``op_type``.
+
+    ``inputs`` are TensorDescs by IR order (None for an absent optional input,
+    a list for a dynamic one); ``outputs`` likewise, computed with the
+    prototype's infer_meta when omitted. ``options`` are the compile options,
+    ``soc`` the platform ("host" or a share/platform ini name). The signature is
+    validated first, as the host does on every call. Returns the instance used
+    (pass it to run_execute to run with the state compile prepared). Raises
+    whatever compile raises.
+    """
+    proto = _proto.get_registered_op_proto_by_op_type(op_type)
+    impl = get_registered_op_impl_by_op_type(op_type)
+    if impl is None:
+        raise RuntimeError(f"no implementation registered for op_type '{op_type}'")
+    validate_impl(impl, "compile", proto)
+    if outputs is None:
+        full = {a["name"]: a["default"] for a in proto.to_dict()["attrs"] if not a["required"]}
+        full.update(attrs or {})
+        flat = _proto.call_infer_meta(proto, list(inputs), full)
+        outputs = []
+        for index, out in enumerate(proto.outputs):
+            descs = [d for i, d in flat if i == index]
+            outputs.append(descs if out.kind == "dynamic" else descs[0])
+    obj = instance if instance is not None else impl.cls()
+    revalidate = functools.partial(validate_impl, impl, "compile", proto)
+    _ge_native._testing_compile(obj.compile, revalidate, custom_op._COMPILE_CTX, custom_op._COMPILE_PLATFORM,
+                                proto.to_dict(), list(inputs), list(outputs), dict(attrs or {}),
+                                dict(options or {}), soc, platform_dir or _default_platform_dir())
+    return obj

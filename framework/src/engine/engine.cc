@@ -79,9 +79,11 @@ AttrValue AttrFromJson(const json& v, AttrType type, const std::string& where) {
   throw GraphError(where, "unknown attribute type");
 }
 
-CompiledGraph Engine::Compile(const Graph& graph) {
+CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
   CompiledGraph cg;
   cg.graph = &graph;
+  cg.options = graph.options;
+  for (const auto& [k, v] : copts.options) cg.options[k] = v;
   std::map<std::string, const GraphInput*> graph_inputs;
   for (const auto& in : graph.inputs) graph_inputs[in.name] = &in;
   std::map<std::string, std::size_t> node_index;
@@ -260,6 +262,34 @@ CompiledGraph Engine::Compile(const Graph& graph) {
     }
   }
   for (std::size_t idx : order) cg.nodes.push_back(std::move(nodes[idx]));
+
+  // 4. Compile phase: once per compilable node, in dependency order.
+  const std::string platform_dir = copts.platform_dir.empty() ? DefaultPlatformDir() : copts.platform_dir;
+  const std::string soc = copts.soc.empty() ? "host" : copts.soc;
+  for (CompiledNode& c : cg.nodes) {
+    auto* comp = CustomOpCast<CompilableOp>(c.op);
+    if (comp == nullptr) continue;
+    const GraphNode& n = *c.node;
+    std::vector<TensorDesc> in_descs;
+    for (const auto& in : c.inputs) {
+      auto desc_of = [&](const TensorRef& r) {
+        if (r.node.empty()) return graph_inputs.at(r.text)->tensor.Desc();
+        return metas.at(r.node).at(r.index);
+      };
+      if (auto* r = std::get_if<TensorRef>(&in)) in_descs.push_back(desc_of(*r));
+      if (auto* v = std::get_if<std::vector<TensorRef>>(&in)) for (const auto& r : *v) in_descs.push_back(desc_of(r));
+    }
+    const std::vector<TensorDesc> out_descs = metas.at(n.name);
+    OpCompileContext ctx(*c.schema, in_descs, c.input_layout, out_descs, c.output_layout, c.attrs, cg.options,
+                         [soc, platform_dir]() {
+                           return std::make_shared<const PlatformInfos>(PlatformInfos::ForSoc(soc, platform_dir));
+                         });
+    ++c.stats.compile_calls;
+    Status st = comp->Compile(&ctx);
+    if (!st.ok()) {
+      throw EngineError(n.name, NodeWhere(n) + ": compile failed (" + c.stats.source + "): " + st.message(), st.Describe());
+    }
+  }
   return cg;
 }
 

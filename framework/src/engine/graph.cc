@@ -123,6 +123,9 @@ Shape ShapeFromJson(const json& j, const std::string& where) {
 Tensor TensorFromJson(const json& data, DataType dtype, const Shape& shape, const std::string& where) {
   std::vector<const json*> vals;
   Flatten(data, 0, shape, vals, where);
+  if (DataTypeSize(dtype) == 0) {  // Allocate would throw std::invalid_argument without the field
+    throw GraphError(where, "dtype " + DataTypeName(dtype) + " cannot be given as inline data");
+  }
   Tensor t = Tensor::Allocate(TensorDesc(shape, dtype));
   void* dst = t.GetAddr();
   auto as_double = [&](std::size_t i) {

@@ -116,4 +116,38 @@ std::vector<std::optional<Tensor>> EagerOpExecutionContext::TakeOutputs() {
   return out;
 }
 
+OpCompileContext::OpCompileContext(const OpSchema& schema, const std::vector<TensorDesc>& inputs,
+                                   InstanceLayout input_layout, const std::vector<TensorDesc>& outputs,
+                                   InstanceLayout output_layout, const RuntimeAttrs& attrs,
+                                   const std::map<std::string, std::string>& options, PlatformLoader platform)
+    : schema_(schema),
+      input_layout_(std::move(input_layout)),
+      output_layout_(std::move(output_layout)),
+      attrs_(attrs),
+      options_(options),
+      loader_(std::move(platform)) {
+  for (const auto& d : inputs) inputs_.push_back(Tensor::MetaOnly(d));
+  for (const auto& d : outputs) outputs_.push_back(Tensor::MetaOnly(d));
+}
+
+std::optional<std::string> OpCompileContext::GetOption(const std::string& key) const {
+  auto it = options_.find(key);
+  if (it == options_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::shared_ptr<const PlatformInfos> OpCompileContext::Platform() {
+  if (platform_) return platform_;
+  if (platform_error_) throw PlatformError(*platform_error_);
+  try {
+    if (!loader_) throw PlatformError("no platform was given to the compilation");
+    platform_ = loader_();
+    if (!platform_) throw PlatformError("the platform loader returned nothing");
+  } catch (const std::exception& e) {
+    platform_error_ = e.what();
+    throw PlatformError(*platform_error_);
+  }
+  return platform_;
+}
+
 }  // namespace ge

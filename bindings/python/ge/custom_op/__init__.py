@@ -13,7 +13,7 @@ while a plugin module is imported.
 """
 import contextvars as _contextvars
 
-from _ge_native import EagerOpExecutionContext
+from _ge_native import CompilePlatformInfo, EagerOpExecutionContext, OpCompileContext
 
 from . import proto  # noqa: F401  (ge.custom_op.proto)
 from ._impl import (
@@ -51,6 +51,8 @@ __all__ = [
 # object itself expires when the callback ends, so a copy of this context taken
 # inside a callback (contextvars.copy_context()) sees no active binding later.
 _EXECUTE_CTX = _contextvars.ContextVar("ge.custom_op.execute_ctx", default=None)
+_COMPILE_CTX = _contextvars.ContextVar("ge.custom_op.compile_ctx", default=None)
+_COMPILE_PLATFORM = _contextvars.ContextVar("ge.custom_op.compile_platform", default=None)
 
 
 def get_execute_ctx() -> EagerOpExecutionContext:
@@ -65,22 +67,32 @@ def get_execute_ctx() -> EagerOpExecutionContext:
     return ctx
 
 
-def get_compile_ctx():
+def get_compile_ctx() -> OpCompileContext:
     """Return the OpCompileContext of the running schema-bound ``compile``.
 
-    This host version never runs ``compile`` yet (it is reflected as the
-    "compilable" capability and validated at load), so this always raises
-    RuntimeError "only available inside schema-bound compile".
+    Borrowed: valid until that ``compile`` returns. ``get_option(key) -> str``
+    reads a compile option. Raises RuntimeError "only available inside
+    schema-bound compile" anywhere else (also from a contextvars copy once the
+    callback has ended).
     """
-    raise RuntimeError("get_compile_ctx() is only available inside schema-bound compile")
+    ctx = _COMPILE_CTX.get()
+    if ctx is None or not ctx._is_active():
+        raise RuntimeError("get_compile_ctx() is only available inside schema-bound compile")
+    return ctx
 
 
-def get_compile_platform_info():
-    """Return the CompilePlatformInfo of the running ``compile``.
+def get_compile_platform_info() -> CompilePlatformInfo:
+    """Return the CompilePlatformInfo of the running schema-bound ``compile``.
 
-    Raises RuntimeError outside ``compile`` (always, in this host version).
+    A separate object from the compile context: it reads the target platform
+    (share/platform/<SoC>.ini, or the measured ``host``) lazily, once per
+    callback. Borrowed like the context. Raises RuntimeError "only available
+    inside schema-bound compile" anywhere else.
     """
-    raise RuntimeError("get_compile_platform_info() is only available inside schema-bound compile")
+    info = _COMPILE_PLATFORM.get()
+    if info is None or not info._is_active():
+        raise RuntimeError("get_compile_platform_info() is only available inside schema-bound compile")
+    return info
 
 
 def get_declare_launch_args_ctx():
@@ -104,14 +116,6 @@ class _HostOnly:
 
 class InferMetaContext(_HostOnly):
     """Reserved for GE compatibility: infer_meta receives TensorDescs directly."""
-
-
-class OpCompileContext(_HostOnly):
-    """Context of ``compile`` (handed out once compile dispatch lands)."""
-
-
-class CompilePlatformInfo(_HostOnly):
-    """Platform info of ``compile`` (handed out once compile dispatch lands)."""
 
 
 class AnnotatedArgsContext(_HostOnly):

@@ -19,14 +19,15 @@ Formats (the host reads them):
   sorted by op_type, and each impl entry is ``OpImplDescriptor.to_dict()`` plus
   ``"cls"`` (the implementation class), sorted by op_type.
 """
-from typing import Any, Dict, FrozenSet, Tuple
+from __future__ import annotations  # annotations are text: no typing import (see _proto)
 
 from . import _impl, _proto
 from ._validate import validate_descriptor
 
 __all__ = ["snapshot", "collect", "discard"]
 
-Snapshot = Tuple[FrozenSet[str], FrozenSet[str]]
+# tuple[frozenset[str], frozenset[str]] (builtin generics: no typing import).
+Snapshot = tuple[frozenset[str], frozenset[str]]
 
 
 def snapshot() -> Snapshot:

@@ -25,9 +25,11 @@ Decisions where API.md is silent (also recorded in the project docs):
   host's ``collect`` adds the class under ``"cls"``.
 """
 
-import dataclasses
-import inspect
-from typing import Any, Dict, List, Optional, Tuple
+from __future__ import annotations  # annotations are text: no typing import (see _proto)
+
+import abc
+
+from ._record import FrozenRecord
 
 __all__ = [
     "OpImplDescriptor",
@@ -50,20 +52,32 @@ INTERFACE_METHODS: Dict[str, str] = {iface: method for method, iface in METHOD_I
 _MISSING = object()
 
 
-@dataclasses.dataclass(frozen=True)
-class OpImplDescriptor:
+class OpImplDescriptor(FrozenRecord):
     """The frozen record of one registered implementation class.
 
     Fields: ``descriptor_key`` ("module:ClassName:op_type"), ``op_type``,
     ``module_name``, ``class_name``, ``interfaces`` (tuple of capability names in
     the fixed order eager_execute, compilable, annotated_args), ``cls``.
     """
+    # A frozen value class (``_record.FrozenRecord``): the behaviour of
+    # ``@dataclasses.dataclass(frozen=True)`` without importing dataclasses/inspect.
+    _fields = ("descriptor_key", "op_type", "module_name", "class_name", "interfaces", "cls")
     descriptor_key: str
     op_type: str
     module_name: str
     class_name: str
     interfaces: Tuple[str, ...]
     cls: Any
+
+    def __init__(self, descriptor_key: str, op_type: str, module_name: str, class_name: str,
+                 interfaces: Tuple[str, ...], cls: Any) -> None:
+        set_ = object.__setattr__
+        set_(self, "descriptor_key", descriptor_key)
+        set_(self, "op_type", op_type)
+        set_(self, "module_name", module_name)
+        set_(self, "class_name", class_name)
+        set_(self, "interfaces", interfaces)
+        set_(self, "cls", cls)
 
     def to_dict(self) -> Dict[str, Any]:
         """Plain-data view: keys ``descriptor_key``, ``op_type``, ``module_name``,
@@ -84,7 +98,7 @@ def lookup_class_attr(cls: type, name: str) -> Any:
     function, a ``staticmethod`` / ``classmethod`` object, ...) or a private
     sentinel when absent (test with :func:`is_missing`).
     """
-    for klass in inspect.getmro(cls):
+    for klass in cls.__mro__:  # inspect.getmro
         namespace = vars(klass)
         if name in namespace:
             return namespace[name]
@@ -101,6 +115,30 @@ def unwrap_method(raw: Any) -> Any:
     if isinstance(raw, (staticmethod, classmethod)):
         return raw.__func__
     return raw
+
+
+_TPFLAGS_IS_ABSTRACT = 1 << 20
+
+
+def _isabstract(cls: type) -> bool:
+    """:func:`inspect.isabstract` for a class (without importing inspect)."""
+    if cls.__flags__ & _TPFLAGS_IS_ABSTRACT:
+        return True
+    if not issubclass(type(cls), abc.ABCMeta):
+        return False
+    if hasattr(cls, "__abstractmethods__"):
+        # A finished ABC without the abstract flag has no abstract methods left.
+        return False
+    # ABCMeta.__new__ has not finished yet (e.g. called from __init_subclass__).
+    for value in cls.__dict__.values():
+        if getattr(value, "__isabstractmethod__", False):
+            return True
+    for base in cls.__bases__:
+        for name in getattr(base, "__abstractmethods__", ()):
+            value = getattr(cls, name, None)
+            if getattr(value, "__isabstractmethod__", False):
+                return True
+    return False
 
 
 _IMPLS: Dict[str, OpImplDescriptor] = {}      # descriptor_key -> descriptor
@@ -147,10 +185,10 @@ def register_op_impl(*, op_type: str):
 
 def _build_descriptor(op_type: str, cls: Any) -> OpImplDescriptor:
     p = _prefix(op_type)
-    if not inspect.isclass(cls):
+    if not isinstance(cls, type):  # inspect.isclass
         raise TypeError(p + f"register_op_impl decorates a class, actual "
                         f"{type(cls).__name__} {cls!r}")
-    if inspect.isabstract(cls):
+    if _isabstract(cls):
         missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ()))) or "?"
         raise TypeError(p + f"class {cls.__qualname__} is abstract (abstract methods: "
                         f"{missing}) and cannot be instantiated")

@@ -37,17 +37,29 @@ Decisions where API.md is silent (also recorded in the project docs):
   :meth:`OpProto.to_dict` turns them back into lists.
 * Annotations written as strings (``from __future__ import annotations``) are
   resolved with :func:`typing.get_type_hints` against the function's globals.
+
+This module does not import :mod:`typing` (about 1.4 MiB per sub-interpreter,
+with ``re``; DESIGN.md's per-plugin budget).  A ``typing`` construct
+(``Optional[X]``, ``List[X]``, ``ForwardRef``, ...) can only exist once some code
+has imported ``typing``, so the annotation helpers look it up in ``sys.modules``
+and use its ``get_origin`` / ``get_args`` / ``Union`` when it is there; builtin
+generics (``list[X]``, ``tuple[...]``, a ``types.GenericAlias``) and PEP 604
+unions (``X | None``, a ``types.UnionType``) are recognised with :mod:`types`
+alone.  ``typing`` is imported lazily only to evaluate string annotations
+(:func:`typing.get_type_hints`).
 """
 
+from __future__ import annotations  # annotations below are text: no typing import
+
 import collections.abc
-import dataclasses
-import inspect
+import sys
 import types
-import typing
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ge.graph import DataType
 from ge.runtime import Tensor, TensorDesc
+
+from . import _sig
+from ._record import FrozenRecord
 
 __all__ = [
     "IrInput",
@@ -80,28 +92,38 @@ _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
 
 
-@dataclasses.dataclass(frozen=True)
-class IrInput:
+# The records are frozen value classes (``_record.FrozenRecord``: the behaviour of
+# ``@dataclasses.dataclass(frozen=True)`` without importing dataclasses/inspect).
+
+class IrInput(FrozenRecord):
     """One input of the canonical IR: ``name`` and ``kind`` (required/optional/dynamic)."""
+    _fields = ("name", "kind")
     name: str
     kind: str
+
+    def __init__(self, name: str, kind: str) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kind", kind)
 
     def to_dict(self) -> Dict[str, str]:
         return {"name": self.name, "kind": self.kind}
 
 
-@dataclasses.dataclass(frozen=True)
-class IrOutput:
+class IrOutput(FrozenRecord):
     """One output of the canonical IR: ``name`` and ``kind`` (required/dynamic)."""
+    _fields = ("name", "kind")
     name: str
     kind: str
+
+    def __init__(self, name: str, kind: str) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kind", kind)
 
     def to_dict(self) -> Dict[str, str]:
         return {"name": self.name, "kind": self.kind}
 
 
-@dataclasses.dataclass(frozen=True)
-class IrAttr:
+class IrAttr(FrozenRecord):
     """One attribute of the canonical IR.
 
     ``type`` is one of the ``VT_*`` strings of API.md section 6; ``required`` is
@@ -109,10 +131,17 @@ class IrAttr:
     List defaults are kept as tuples (nested tuples for VT_LIST_LIST_INT);
     DataType defaults stay :class:`ge.graph.DataType`.
     """
+    _fields = ("name", "type", "required", "default")
     name: str
     type: str
     required: bool
     default: Any = None
+
+    def __init__(self, name: str, type: str, required: bool, default: Any = None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "required", required)
+        object.__setattr__(self, "default", default)
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -123,8 +152,7 @@ class IrAttr:
         }
 
 
-@dataclasses.dataclass(frozen=True)
-class OpProto:
+class OpProto(FrozenRecord):
     """The record of one registered prototype (the canonical IR of an op_type).
 
     Fields: ``op_type``, ``func`` (the prototype / infer_meta function),
@@ -134,6 +162,8 @@ class OpProto:
     output_index)`` sorted by output index) and ``return_form`` (``"none"``,
     ``"single"``, ``"list"`` or ``"tuple"``: the shape of the return annotation).
     """
+    _fields = ("op_type", "func", "module_name", "qualname", "inputs", "outputs", "attrs",
+               "mutates", "return_form")
     op_type: str
     func: Any
     module_name: str
@@ -143,6 +173,21 @@ class OpProto:
     attrs: Tuple[IrAttr, ...]
     mutates: Tuple[Tuple[str, int], ...]
     return_form: str
+
+    def __init__(self, op_type: str, func: Any, module_name: str, qualname: str,
+                 inputs: Tuple[IrInput, ...], outputs: Tuple[IrOutput, ...],
+                 attrs: Tuple[IrAttr, ...], mutates: Tuple[Tuple[str, int], ...],
+                 return_form: str) -> None:
+        set_ = object.__setattr__
+        set_(self, "op_type", op_type)
+        set_(self, "func", func)
+        set_(self, "module_name", module_name)
+        set_(self, "qualname", qualname)
+        set_(self, "inputs", inputs)
+        set_(self, "outputs", outputs)
+        set_(self, "attrs", attrs)
+        set_(self, "mutates", mutates)
+        set_(self, "return_form", return_form)
 
     @property
     def proto_key(self) -> str:
@@ -193,6 +238,66 @@ class AnnotationError(Exception):
     """Internal: an annotation string could not be resolved (carries the reason)."""
 
 
+def _loaded_typing() -> Any:
+    """The :mod:`typing` module if some code has imported it, else None (never imports it).
+
+    Every ``typing`` construct (``Optional[X]``, ``List[X]``, ``ForwardRef``,
+    ``TypeVar``, ...) is an instance of a class defined in ``typing``, so when
+    ``typing`` is not in ``sys.modules`` no annotation can be one.
+    """
+    return sys.modules.get("typing")
+
+
+def get_origin(annotation: Any) -> Any:
+    """:func:`typing.get_origin`, without importing :mod:`typing`.
+
+    Delegates to ``typing.get_origin`` when ``typing`` is loaded; otherwise only
+    a builtin generic alias (``list[X]``: its origin) or a PEP 604 union
+    (``types.UnionType``) can have an origin.
+    """
+    typing = _loaded_typing()
+    if typing is not None:
+        return typing.get_origin(annotation)
+    if isinstance(annotation, types.GenericAlias):
+        return annotation.__origin__
+    if isinstance(annotation, types.UnionType):
+        return types.UnionType
+    return None
+
+
+def get_args(annotation: Any) -> tuple:
+    """:func:`typing.get_args`, without importing :mod:`typing` (see :func:`get_origin`)."""
+    typing = _loaded_typing()
+    if typing is not None:
+        return typing.get_args(annotation)
+    if isinstance(annotation, types.GenericAlias):
+        args = annotation.__args__
+        # typing._should_unflatten_callable_args, for typing-free arguments.
+        if (annotation.__origin__ is collections.abc.Callable
+                and not (len(args) == 2
+                         and (args[0] is Ellipsis or isinstance(args[0], (tuple, list))))):
+            args = (list(args[:-1]), args[-1])
+        return args
+    if isinstance(annotation, types.UnionType):
+        return annotation.__args__
+    return ()
+
+
+def _has_forward_refs(annotation: Any) -> bool:
+    """For a typing-free annotation: does :func:`typing.get_type_hints` have work to do?
+
+    It evaluates strings nested in builtin generic aliases / PEP 604 unions
+    (``list["TensorDesc"]``) and turns ``*tuple[...]`` into ``Unpack[...]``; any
+    other such annotation comes back unchanged (rebuilt equal).
+    """
+    if isinstance(annotation, types.GenericAlias):
+        if annotation.__unpacked__:
+            return True
+    elif not isinstance(annotation, types.UnionType):
+        return False
+    return any(isinstance(arg, str) or _has_forward_refs(arg) for arg in annotation.__args__)
+
+
 def resolve_annotation(annotation: Any, globalns: Mapping[str, Any]) -> Any:
     """Resolve one annotation, evaluating strings / forward references.
 
@@ -201,10 +306,21 @@ def resolve_annotation(annotation: Any, globalns: Mapping[str, Any]) -> Any:
     unions written as strings are handled exactly as for a real function.
     ``None`` becomes ``type(None)``.  Raises :class:`AnnotationError` when the
     annotation cannot be evaluated.
+
+    :mod:`typing` is imported (lazily) only when there is something to evaluate:
+    a string, or a string nested in a builtin generic alias.  An annotation
+    built from classes, ``list[...]`` / ``tuple[...]`` and ``X | None`` alone is
+    returned as it is (``get_type_hints`` would return an equal rebuild of it).
     """
     if annotation is None:
         return _NONE_TYPE
-    if not isinstance(annotation, (str, typing.ForwardRef)) and not typing.get_args(annotation):
+    typing = _loaded_typing()
+    if typing is None:
+        if not isinstance(annotation, str) and not _has_forward_refs(annotation):
+            return annotation
+        import typing  # lazily: string annotations only
+    elif (not isinstance(annotation, (str, typing.ForwardRef))
+            and not typing.get_args(annotation)):
         return annotation
 
     def holder():  # pragma: no cover - never called
@@ -220,7 +336,7 @@ def resolve_annotation(annotation: Any, globalns: Mapping[str, Any]) -> Any:
 
 def function_globals(func: Any) -> Mapping[str, Any]:
     """The module globals against which a function's string annotations resolve."""
-    inner = inspect.unwrap(func) if callable(func) else func
+    inner = _sig.unwrap(func) if callable(func) else func
     g = getattr(inner, "__globals__", None)
     if g is None:
         g = getattr(func, "__globals__", None)
@@ -229,31 +345,37 @@ def function_globals(func: Any) -> Mapping[str, Any]:
 
 def annotation_repr(annotation: Any) -> str:
     """A short, readable rendering of an annotation for error messages."""
-    if annotation is inspect.Parameter.empty:
+    if annotation is _sig.EMPTY:
         return "no annotation"
     if annotation is None or annotation is _NONE_TYPE:
         return "None"
     if isinstance(annotation, str):
         return repr(annotation)
-    if isinstance(annotation, type) and not typing.get_args(annotation):
+    if isinstance(annotation, type) and not get_args(annotation):
         return annotation.__qualname__
     return repr(annotation).replace("typing.", "")
 
 
 def _is_union_with_none(annotation: Any) -> Optional[Any]:
     """If ``annotation`` is ``Optional[X]`` / ``Union[X, None]`` / ``X | None``, return X."""
-    origin = typing.get_origin(annotation)
-    if origin is Union or origin is types.UnionType:
-        args = typing.get_args(annotation)
+    origin = get_origin(annotation)
+    if origin is types.UnionType or (origin is not None and origin is _typing_union()):
+        args = get_args(annotation)
         if len(args) == 2 and _NONE_TYPE in args:
             return args[0] if args[1] is _NONE_TYPE else args[1]
     return None
 
 
+def _typing_union() -> Any:
+    """``typing.Union`` if :mod:`typing` is loaded (only then can an origin be it), else None."""
+    typing = _loaded_typing()
+    return None if typing is None else typing.Union
+
+
 def _list_item(annotation: Any) -> Optional[Any]:
     """If ``annotation`` is ``List[X]`` / ``list[X]``, return X (None otherwise)."""
-    if typing.get_origin(annotation) is list:
-        args = typing.get_args(annotation)
+    if get_origin(annotation) is list:
+        args = get_args(annotation)
         if len(args) == 1:
             return args[0]
     return None
@@ -349,7 +471,7 @@ def _default_ok(vt: str, value: Any) -> bool:
 _PROTOS: Dict[str, OpProto] = {}
 _BODIES: Dict[str, Any] = {}  # op_type -> body fingerprint of the registered function
 
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_POSITIONAL = _sig.POSITIONAL
 
 
 def _prefix(op_type: str) -> str:
@@ -433,12 +555,11 @@ def _build_proto(op_type: str, func: Any, form: str, entries: Tuple[Any, ...]):
     if not isinstance(func, types.FunctionType):
         raise TypeError(p + "register_op decorates a plain Python function, "
                         f"actual {type(func).__name__} {func!r}")
-    if (inspect.iscoroutinefunction(func) or inspect.isgeneratorfunction(func)
-            or inspect.isasyncgenfunction(func)):
+    if _sig.is_generator_or_coroutine_function(func):
         raise TypeError(p + f"{func.__qualname__} must be a plain function "
                         "(not a generator or coroutine function)")
     try:
-        sig = inspect.signature(func)
+        params, ret = _sig.signature(func)
     except (TypeError, ValueError) as exc:
         raise TypeError(p + f"cannot read the signature of {func.__qualname__}: {exc}") from exc
     globalns = function_globals(func)
@@ -451,14 +572,14 @@ def _build_proto(op_type: str, func: Any, form: str, entries: Tuple[Any, ...]):
 
     inputs: List[IrInput] = []
     attrs: List[IrAttr] = []
-    for param in sig.parameters.values():
-        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+    for param in params:
+        if param.kind == _sig.VAR_POSITIONAL:
             raise TypeError(p + f"variadic parameter '*{param.name}' is not supported "
                             "(*args/**kwargs cannot describe an IR)")
-        if param.kind is inspect.Parameter.VAR_KEYWORD:
+        if param.kind == _sig.VAR_KEYWORD:
             raise TypeError(p + f"variadic parameter '**{param.name}' is not supported "
                             "(*args/**kwargs cannot describe an IR)")
-        if param.annotation is inspect.Parameter.empty:
+        if param.annotation is _sig.EMPTY:
             role = "input" if param.kind in _POSITIONAL else "attr"
             raise TypeError(p + f"{role} parameter '{param.name}' is missing an annotation")
         if param.kind in _POSITIONAL:
@@ -468,7 +589,7 @@ def _build_proto(op_type: str, func: Any, form: str, entries: Tuple[Any, ...]):
                 raise TypeError(p + f"unsupported annotation {annotation_repr(ann)} on input "
                                 f"'{param.name}': expected TensorDesc, Optional[TensorDesc] "
                                 "or List[TensorDesc]")
-            if param.default is not inspect.Parameter.empty:
+            if param.default is not _sig.EMPTY:
                 if not (kind == "optional" and param.default is None):
                     raise TypeError(p + f"bad default {param.default!r} for input "
                                     f"'{param.name}': only an Optional[TensorDesc] input may "
@@ -482,7 +603,7 @@ def _build_proto(op_type: str, func: Any, form: str, entries: Tuple[Any, ...]):
                                 f"'{param.name}': expected one of int, float, bool, str, "
                                 "DataType, Tensor, List[int], List[float], List[bool], "
                                 "List[str], List[DataType], List[List[int]]")
-            if param.default is inspect.Parameter.empty:
+            if param.default is _sig.EMPTY:
                 attrs.append(IrAttr(param.name, vt, True, None))
                 continue
             default = param.default
@@ -500,8 +621,7 @@ def _build_proto(op_type: str, func: Any, form: str, entries: Tuple[Any, ...]):
             attrs.append(IrAttr(param.name, vt, False, _freeze(default)))
 
     # Outputs, from the return annotation.
-    ret = sig.return_annotation
-    if ret is inspect.Signature.empty:
+    if ret is _sig.EMPTY:
         raise TypeError(p + "missing return annotation: expected None, TensorDesc, "
                         "List[TensorDesc] or a Tuple of TensorDesc / List[TensorDesc]")
     ret = resolve(ret, "the return value")
@@ -512,8 +632,8 @@ def _build_proto(op_type: str, func: Any, form: str, entries: Tuple[Any, ...]):
         return_form, out_kinds = "single", ["required"]
     elif _list_item(ret) is TensorDesc:
         return_form, out_kinds = "list", ["dynamic"]
-    elif typing.get_origin(ret) is tuple:
-        args = typing.get_args(ret)
+    elif get_origin(ret) is tuple:
+        args = get_args(ret)
         if not args or Ellipsis in args:
             raise TypeError(p + f"unsupported return annotation {annotation_repr(ret)}: a "
                             "Tuple must list at least one TensorDesc / List[TensorDesc] and "

@@ -32,18 +32,22 @@ methods count" but not how they bind):
   is the schema.
 
 Decorated methods are inspected through ``__wrapped__`` (as
-:func:`inspect.signature` does).  String annotations (``from __future__ import
+:func:`inspect.signature` does).  Plain functions are read from their code
+object by :mod:`ge.custom_op._sig` without importing :mod:`inspect`; other
+callables (``__wrapped__``, partials, instances, builtins) go through
+:func:`inspect.signature`, imported lazily in that case only.  String annotations (``from __future__ import
 annotations``) are resolved with :func:`typing.get_type_hints` against the
 globals of the (unwrapped) function; an annotation that cannot be resolved is a
 ``TypeError`` that quotes it.
 """
 
-import inspect
+from __future__ import annotations  # annotations are text: no typing import (see _proto)
+
 import types
-from typing import Any, List, Optional, Tuple
 
 from ge.runtime import Tensor
 
+from . import _sig
 from ._impl import INTERFACE_METHODS, METHOD_INTERFACES, is_missing, lookup_class_attr
 from ._proto import (ATTR_ANNOTATION_TEXT, AnnotationError, OpProto, annotation_repr,
                      attr_type_of, function_globals, resolve_annotation, tensor_kind)
@@ -53,7 +57,7 @@ __all__ = ["validate_impl", "validate_descriptor", "SCHEMA_METHODS"]
 #: The schema-bound callback names, in the fixed order of API.md section 3.
 SCHEMA_METHODS: Tuple[str, ...] = tuple(m for m, _ in METHOD_INTERFACES)
 
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_POSITIONAL = _sig.POSITIONAL
 _EXPECTED_TENSOR_TEXT = {
     "required": "Tensor",
     "optional": "Optional[Tensor]",
@@ -120,19 +124,18 @@ def validate_impl(descriptor: Any, method_name: str, proto: Optional[OpProto]) -
 
     func, skip, receiver = _schema_callable(descriptor.cls, method_name, where)
     try:
-        signature = inspect.signature(func)
+        params, ret = _sig.signature(func)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{where}: expected an inspectable signature, actual "
                         f"{type(func).__name__} ({exc})") from None
-    params: List[inspect.Parameter] = list(signature.parameters.values())
     globalns = function_globals(func)
 
     # Variadic parameters (checked before the receiver so `def execute(*args)` reads well).
     for param in params:
-        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+        if param.kind == _sig.VAR_POSITIONAL:
             raise TypeError(f"{where}: variadic parameters are not supported: expected "
                             f"explicit parameters, actual '*{param.name}'")
-        if param.kind is inspect.Parameter.VAR_KEYWORD:
+        if param.kind == _sig.VAR_KEYWORD:
             raise TypeError(f"{where}: variadic parameters are not supported: expected "
                             f"explicit parameters, actual '**{param.name}'")
 
@@ -148,7 +151,7 @@ def validate_impl(descriptor: Any, method_name: str, proto: Optional[OpProto]) -
         tensors += [("output", o.name, o.kind) for o in proto.outputs]
     n_pos, n_attr = len(tensors), len(proto.attrs)
     positional = [p for p in params if p.kind in _POSITIONAL]
-    keyword_only = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    keyword_only = [p for p in params if p.kind == _sig.KEYWORD_ONLY]
     if len(positional) != n_pos or len(keyword_only) != n_attr:
         what = "input/output" if with_outputs else "input"
         raise TypeError(f"{where}: expected {n_pos} positional {what} parameters followed by "
@@ -163,7 +166,7 @@ def validate_impl(descriptor: Any, method_name: str, proto: Optional[OpProto]) -
                             f"annotation, actual {annotation!r} ({exc})") from None
 
     for param, (role, ir_name, kind) in zip(positional, tensors):
-        if param.annotation is inspect.Parameter.empty:
+        if param.annotation is _sig.EMPTY:
             continue
         what = f"parameter '{param.name}' ({role} '{ir_name}', {kind})"
         annotation = resolved(param.annotation, what)
@@ -178,7 +181,7 @@ def validate_impl(descriptor: Any, method_name: str, proto: Optional[OpProto]) -
                             f"{ir_attr.name} (IR attrs in order: "
                             f"{', '.join(a.name for a in proto.attrs)}), actual attr name "
                             f"{param.name}")
-        if param.annotation is inspect.Parameter.empty:
+        if param.annotation is _sig.EMPTY:
             continue
         what = f"attr '{param.name}' ({ir_attr.type})"
         annotation = resolved(param.annotation, what)
@@ -187,8 +190,7 @@ def validate_impl(descriptor: Any, method_name: str, proto: Optional[OpProto]) -
                             f"{ATTR_ANNOTATION_TEXT[ir_attr.type]}, actual "
                             f"{annotation_repr(annotation)}")
 
-    ret = signature.return_annotation
-    if ret is inspect.Signature.empty:
+    if ret is _sig.EMPTY:
         raise TypeError(f"{where}: return annotation: expected None (-> None), actual no "
                         "return annotation")
     ret = resolved(ret, "the return value")

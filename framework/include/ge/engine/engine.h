@@ -42,6 +42,7 @@ struct NodeStats {
   std::string source;  // plugin file or "builtin"
   bool python = false;
   uint64_t infer_meta_calls = 0;
+  uint64_t compile_calls = 0;
   uint64_t execute_calls = 0;
   double execute_seconds = 0;  // total over all runs
 };
@@ -58,8 +59,17 @@ struct CompiledNode {
   NodeStats stats;
 };
 
+// What a compilation targets: compile options (the graph's "options" overridden
+// by the caller's) and the platform (`soc`: "host" or a share/platform ini name).
+struct CompileOptions {
+  std::map<std::string, std::string> options;
+  std::string soc = "host";
+  std::string platform_dir;  // empty: DefaultPlatformDir()
+};
+
 struct CompiledGraph {
   const Graph* graph = nullptr;
+  std::map<std::string, std::string> options;  // effective compile options
   std::vector<CompiledNode> nodes;  // dependency order
 };
 
@@ -72,8 +82,11 @@ class Engine {
  public:
   explicit Engine(const OpRegistry& registry) : registry_(registry) {}
 
-  // Throws EngineError. `graph` must outlive the result.
-  CompiledGraph Compile(const Graph& graph);
+  // Resolves, checks, orders, runs infer_meta, then the compile phase: each
+  // node whose op is compilable gets exactly one Compile call (compiling the
+  // same graph twice calls it twice). Throws EngineError; nothing runs.
+  // `graph` must outlive the result.
+  CompiledGraph Compile(const Graph& graph, const CompileOptions& options = {});
   // Executes `repeat` (>= 1) times; outputs are those of the last run.
   RunResult Run(CompiledGraph& compiled, int repeat = 1);
 

@@ -8,12 +8,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ge/op/attrs.h"
 #include "ge/op/op_schema.h"
+#include "ge/platform/platform_info.h"
 #include "ge/runtime/tensor.h"
 
 namespace ge {
@@ -116,6 +120,51 @@ class EagerOpExecutionContext {
   std::vector<std::optional<Tensor>> outputs_;
   std::vector<std::shared_ptr<void>> workspaces_;
   void* stream_;
+};
+
+// Compile of one node (GE's OpCompileContext): the node's input and output
+// tensors as metadata only (no data; read-only for Python), its attributes,
+// the compile options and the target platform. Built by the engine for one
+// Compile call and borrowed by the op for that call.
+class OpCompileContext {
+ public:
+  // Loads the target platform; may throw PlatformError (or any std::exception).
+  using PlatformLoader = std::function<std::shared_ptr<const PlatformInfos>()>;
+
+  OpCompileContext(const OpSchema& schema, const std::vector<TensorDesc>& inputs, InstanceLayout input_layout,
+                   const std::vector<TensorDesc>& outputs, InstanceLayout output_layout, const RuntimeAttrs& attrs,
+                   const std::map<std::string, std::string>& options, PlatformLoader platform);
+
+  const OpSchema& GetSchema() const noexcept { return schema_; }
+  const RuntimeAttrs& GetAttrs() const noexcept { return attrs_; }
+  const InstanceLayout& InputLayout() const noexcept { return input_layout_; }
+  const InstanceLayout& OutputLayout() const noexcept { return output_layout_; }
+  std::size_t GetInputNum() const noexcept { return inputs_.size(); }
+  std::size_t GetOutputNum() const noexcept { return outputs_.size(); }
+  // Metadata-only tensors (no data), valid for the context's lifetime; null
+  // when out of range.
+  Tensor* GetInputTensor(std::size_t index) noexcept { return index < inputs_.size() ? &inputs_[index] : nullptr; }
+  Tensor* GetOutputTensor(std::size_t index) noexcept { return index < outputs_.size() ? &outputs_[index] : nullptr; }
+
+  const std::map<std::string, std::string>& Options() const noexcept { return options_; }
+  std::optional<std::string> GetOption(const std::string& key) const;
+
+  // The platform, read at most once per context (lazily, on first use). When
+  // the read fails, this and every later call throw PlatformError with the
+  // same message.
+  std::shared_ptr<const PlatformInfos> Platform();
+
+ private:
+  const OpSchema& schema_;
+  std::vector<Tensor> inputs_;
+  InstanceLayout input_layout_;
+  std::vector<Tensor> outputs_;
+  InstanceLayout output_layout_;
+  const RuntimeAttrs& attrs_;
+  const std::map<std::string, std::string>& options_;
+  PlatformLoader loader_;
+  std::shared_ptr<const PlatformInfos> platform_;
+  std::optional<std::string> platform_error_;
 };
 
 }  // namespace ge

@@ -54,6 +54,15 @@ class EagerExecuteOp : public virtual BaseCustomOp {
   virtual Status Execute(EagerOpExecutionContext* ctx) = 0;
 };
 
+class CompilableOp : public virtual BaseCustomOp {
+ public:
+  static constexpr CustomOpCapability kCapability = CustomOpCapability::kCompilable;
+  // Runs while a graph is compiled: once per node per compilation, never at
+  // load or execution. The context is borrowed for the call. Errors are
+  // returned, never thrown.
+  virtual Status Compile(OpCompileContext* ctx) = 0;
+};
+
 class InferMetaOp : public virtual BaseCustomOp {
  public:
   static constexpr CustomOpCapability kCapability = CustomOpCapability::kInferMeta;

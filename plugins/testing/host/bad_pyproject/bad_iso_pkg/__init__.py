@@ -1,0 +1,1 @@
+raise AssertionError("never imported: the pyproject.toml is rejected first")

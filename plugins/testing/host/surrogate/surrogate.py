@@ -1,0 +1,1 @@
+raise ValueError("lone surrogate \udc80 in the message")

@@ -1,0 +1,4 @@
+from ge.custom_op import register_op
+
+def broken(:
+    pass

@@ -1,0 +1,634 @@
+// The reference engine without Python: graph parsing, JSON tensors and
+// attributes, and Compile/Run with C++ ops only (ReluCpp and test ops below).
+#define BOOST_TEST_MODULE engine
+#include <boost/test/unit_test.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "ge/engine/engine.h"
+#include "ge/engine/graph.h"
+#include "ge/engine/npy.h"
+#include "ge/op/op_registry.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace ge;
+
+namespace {
+
+bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "ge_engine_test_XXXXXX").string();
+    char* p = ::mkdtemp(tmpl.data());
+    BOOST_REQUIRE(p != nullptr);
+    path = p;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// Expects ParseGraph(text) to fail with `where` containing every entry of
+// `where_parts` and the message containing `msg_part`.
+void ExpectGraphError(const std::string& text, std::vector<std::string> where_parts, const std::string& msg_part,
+                      const fs::path& base = ".") {
+  try {
+    ParseGraph(text, "g.json", base);
+    BOOST_ERROR("ParseGraph accepted: " << text);
+  } catch (const GraphError& e) {
+    BOOST_CHECK_MESSAGE(Contains(e.where(), "g.json"), "where does not name the file: " << e.where());
+    for (const auto& w : where_parts) BOOST_CHECK_MESSAGE(Contains(e.where(), w), "where lacks '" << w << "': " << e.where());
+    BOOST_CHECK_MESSAGE(Contains(e.what(), msg_part), "message lacks '" << msg_part << "': " << e.what());
+    BOOST_CHECK(Contains(e.what(), e.where()));
+  }
+}
+
+// A C++ test op with every input kind and two attributes. Its output (float32
+// [5]) reports what it received: [count(x), count(opt), count(xs), alpha, beta].
+class MixedOp final : public EagerExecuteOp, public InferMetaOp {
+ public:
+  explicit MixedOp(std::shared_ptr<const OpSchema> s) : schema_(std::move(s)) {}
+  uint32_t GetCapabilities() const noexcept override {
+    return CustomOpCapability::kEagerExecute | CustomOpCapability::kInferMeta;
+  }
+  const OpSchema& GetSchema() const noexcept override { return *schema_; }
+  Status InferMeta(InferMetaContext* ctx) override {
+    ctx->SetOutputs({TensorDesc(Shape{5}, DT_FLOAT)}, InstanceLayout({1}));
+    return Status::Ok();
+  }
+  Status Execute(EagerOpExecutionContext* ctx) override {
+    Tensor* y = ctx->MallocOutputTensor(0, StorageShape(Shape{5}), DT_FLOAT);
+    float* o = y->Data<float>();
+    for (int k = 0; k < 3; ++k) o[k] = static_cast<float>(ctx->InputLayout().Count(k));
+    o[3] = static_cast<float>(*ctx->GetAttrs().GetAttrPointer<int64_t>(0));
+    o[4] = *ctx->GetAttrs().GetAttrPointer<float>(1);
+    return Status::Ok();
+  }
+
+ private:
+  std::shared_ptr<const OpSchema> schema_;
+};
+
+OpRegistry& Registry() {
+  static OpRegistry reg;
+  static bool init = [] {
+    BOOST_REQUIRE(RegisterBuiltinOps(reg).ok());
+    auto s = std::make_shared<OpSchema>();
+    s->op_type = "MixedCpp";
+    s->inputs = {{"x", IrInputKind::kRequired}, {"opt", IrInputKind::kOptional}, {"xs", IrInputKind::kDynamic}};
+    s->outputs = {{"y", IrOutputKind::kRequired}};
+    s->attrs = {{"alpha", AttrType::VT_INT, std::nullopt}, {"beta", AttrType::VT_FLOAT, AttrValue(1.5f)}};
+    OpRegistration r;
+    r.op_type = s->op_type;
+    r.schema = s;
+    r.source = "test";
+    r.capabilities = CustomOpCapability::kEagerExecute | CustomOpCapability::kInferMeta;
+    r.creator = [s]() { return std::make_shared<MixedOp>(s); };
+    BOOST_REQUIRE(reg.Register(r).ok());
+    return true;
+  }();
+  (void)init;
+  return reg;
+}
+
+Graph Parse(const json& j) { return ParseGraph(j.dump(), "g.json", "."); }
+
+json Input(const std::string& name, std::vector<float> data) {
+  return {{"name", name}, {"dtype", "float32"}, {"shape", {data.size()}}, {"data", data}};
+}
+
+json Node(const std::string& name, const std::string& op, json inputs, json attrs = json::object()) {
+  json n = {{"name", name}, {"op_type", op}, {"inputs", inputs}};
+  if (!attrs.empty()) n["attrs"] = attrs;
+  return n;
+}
+
+// Compile must fail with an EngineError naming `node` and containing `part`.
+void ExpectCompileError(const json& graph_json, const std::string& node, const std::string& part) {
+  Graph g = Parse(graph_json);
+  Engine engine(Registry());
+  try {
+    engine.Compile(g);
+    BOOST_ERROR("Compile accepted: " << graph_json.dump());
+  } catch (const EngineError& e) {
+    BOOST_CHECK_EQUAL(e.node(), node);
+    BOOST_CHECK_MESSAGE(Contains(e.what(), part), "message lacks '" << part << "': " << e.what());
+    if (!node.empty()) BOOST_CHECK_MESSAGE(Contains(e.what(), "'" + node + "'"), e.what());
+  }
+}
+
+std::vector<float> Floats(const Tensor& t) {
+  return std::vector<float>(t.Data<float>(), t.Data<float>() + t.GetShapeSize());
+}
+
+}  // namespace
+
+// ---- ParseGraph ---------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_SUITE(parse_graph)
+
+BOOST_AUTO_TEST_CASE(valid_graph) {
+  TempDir dir;
+  Tensor npy = Tensor::Allocate(TensorDesc(Shape{2}, DT_INT32));
+  npy.Data<int32_t>()[0] = 7;
+  npy.Data<int32_t>()[1] = -8;
+  WriteNpy(dir.path / "w.npy", npy);
+  const std::string text = R"({
+    "name": "demo",
+    "options": {"opt_a": "1"},
+    "inputs": [
+      {"name": "x", "dtype": "float32", "shape": [2, 2], "data": [[1, -2], [3.5, -4]]},
+      {"name": "w", "dtype": "int32", "file": "w.npy"}
+    ],
+    "nodes": [
+      {"name": "n0", "op_type": "ReluCpp", "inputs": ["x"]},
+      {"name": "n1", "op_type": "MixedCpp", "inputs": ["n0:0", null, ["x", "n0:0"]], "attrs": {"alpha": 3}}
+    ],
+    "outputs": ["n1:0", "n0:0", "w"]
+  })";
+  Graph g = ParseGraph(text, (dir.path / "g.json").string(), dir.path);
+  BOOST_CHECK_EQUAL(g.name, "demo");
+  BOOST_CHECK_EQUAL(g.options.at("opt_a"), "1");
+  BOOST_REQUIRE_EQUAL(g.inputs.size(), 2u);
+  BOOST_CHECK(g.inputs[0].tensor.GetStorageShape() == Shape({2, 2}));
+  BOOST_CHECK_EQUAL(g.inputs[0].tensor.Data<float>()[2], 3.5f);
+  BOOST_CHECK_EQUAL(g.inputs[1].tensor.GetDataType(), DT_INT32);
+  BOOST_CHECK_EQUAL(g.inputs[1].tensor.Data<int32_t>()[1], -8);
+  BOOST_REQUIRE_EQUAL(g.nodes.size(), 2u);
+  BOOST_REQUIRE_EQUAL(g.nodes[1].inputs.size(), 3u);
+  const auto& r0 = std::get<TensorRef>(g.nodes[1].inputs[0]);
+  BOOST_CHECK_EQUAL(r0.node, "n0");
+  BOOST_CHECK_EQUAL(r0.index, 0u);
+  BOOST_CHECK(std::holds_alternative<std::monostate>(g.nodes[1].inputs[1]));
+  BOOST_CHECK_EQUAL(std::get<std::vector<TensorRef>>(g.nodes[1].inputs[2]).size(), 2u);
+  BOOST_CHECK_EQUAL(g.nodes[1].attrs["alpha"], 3);
+  BOOST_REQUIRE_EQUAL(g.outputs.size(), 3u);
+  BOOST_CHECK_EQUAL(g.outputs[2].node, "");
+  BOOST_CHECK_EQUAL(g.outputs[2].text, "w");
+  // Without "name", the graph is named after its file.
+  Graph h = ParseGraph(R"({"nodes": [], "outputs": ["x"]})", "/tmp/some_graph.json", ".");
+  BOOST_CHECK_EQUAL(h.name, "some_graph");
+}
+
+BOOST_AUTO_TEST_CASE(invalid_json) { ExpectGraphError("{\"nodes\": [", {}, "invalid JSON"); }
+
+BOOST_AUTO_TEST_CASE(not_an_object) { ExpectGraphError("[1, 2]", {}, "JSON object"); }
+
+BOOST_AUTO_TEST_CASE(unknown_top_level_field) {
+  ExpectGraphError(R"({"nodes": [], "outputs": ["x"], "bogus": 1})", {}, "unknown field 'bogus'");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_node_field) {
+  ExpectGraphError(R"({"nodes": [{"name": "n", "op_type": "ReluCpp", "inputs": [], "atrs": {}}], "outputs": ["n:0"]})",
+                   {"nodes[0]", "'n'"}, "unknown field 'atrs'");
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_names) {
+  ExpectGraphError(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [1], "data": [1]},
+                                  {"name": "x", "dtype": "float32", "shape": [1], "data": [2]}],
+                       "nodes": [], "outputs": ["x"]})",
+                   {"inputs[1]"}, "duplicate input name 'x'");
+  ExpectGraphError(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [1], "data": [1]}],
+                       "nodes": [{"name": "n", "op_type": "ReluCpp", "inputs": ["x"]},
+                                 {"name": "n", "op_type": "ReluCpp", "inputs": ["x"]}],
+                       "outputs": ["n:0"]})",
+                   {"nodes[1]"}, "duplicate name 'n'");
+  // A node may not reuse a graph input's name either.
+  ExpectGraphError(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [1], "data": [1]}],
+                       "nodes": [{"name": "x", "op_type": "ReluCpp", "inputs": ["x"]}], "outputs": ["x"]})",
+                   {"nodes[0]"}, "duplicate name 'x'");
+}
+
+BOOST_AUTO_TEST_CASE(bad_dtype) {
+  ExpectGraphError(R"({"inputs": [{"name": "x", "dtype": "float99", "shape": [1], "data": [1]}],
+                       "nodes": [], "outputs": ["x"]})",
+                   {"inputs[0]", "'x'", "dtype"}, "unknown dtype 'float99'");
+  ExpectGraphError(R"({"inputs": [{"name": "x", "dtype": 3, "shape": [1], "data": [1]}],
+                       "nodes": [], "outputs": ["x"]})",
+                   {"inputs[0]", "dtype"}, "must be a string");
+  // A known dtype without inline form is a graph error at the field, not another exception.
+  ExpectGraphError(R"({"inputs": [{"name": "s", "dtype": "string", "shape": [1], "data": ["a"]}],
+                       "nodes": [], "outputs": ["s"]})",
+                   {"inputs[0]", "'s'", "data"}, "cannot be given as inline data");
+}
+
+BOOST_AUTO_TEST_CASE(data_shape_mismatch) {
+  ExpectGraphError(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2, 2], "data": [[1, 2], [3]]}],
+                       "nodes": [], "outputs": ["x"]})",
+                   {"inputs[0]", "'x'", "data"}, "[2, 2]");
+  ExpectGraphError(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [3], "data": [[1], [2], [3]]}],
+                       "nodes": [], "outputs": ["x"]})",
+                   {"inputs[0]", "data"}, "nested deeper");
+  ExpectGraphError(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2], "data": 1}],
+                       "nodes": [], "outputs": ["x"]})",
+                   {"inputs[0]", "data"}, "does not match the shape");
+  ExpectGraphError(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [-1], "data": []}],
+                       "nodes": [], "outputs": ["x"]})",
+                   {"inputs[0]", "shape"}, "non-negative");
+  ExpectGraphError(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [1]}], "nodes": [], "outputs": ["x"]})",
+                   {"inputs[0]"}, "exactly one of \"data\" and \"file\"");
+}
+
+BOOST_AUTO_TEST_CASE(npy_file_errors) {
+  TempDir dir;
+  Tensor t = Tensor::Allocate(TensorDesc(Shape{3}, DT_FLOAT));
+  WriteNpy(dir.path / "v.npy", t);
+  ExpectGraphError(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [4], "file": "v.npy"}],
+                       "nodes": [], "outputs": ["x"]})",
+                   {"inputs[0]", "file"}, "[4]", dir.path);
+  ExpectGraphError(R"({"inputs": [{"name": "x", "dtype": "int32", "file": "v.npy"}], "nodes": [], "outputs": ["x"]})",
+                   {"inputs[0]", "file"}, "int32", dir.path);
+  ExpectGraphError(R"({"inputs": [{"name": "x", "file": "absent.npy"}], "nodes": [], "outputs": ["x"]})",
+                   {"inputs[0]", "file"}, "absent.npy", dir.path);
+}
+
+BOOST_AUTO_TEST_CASE(missing_outputs) {
+  ExpectGraphError(R"({"nodes": []})", {"outputs"}, "non-empty list");
+  ExpectGraphError(R"({"nodes": [], "outputs": []})", {"outputs"}, "non-empty list");
+  ExpectGraphError(R"({"outputs": ["x"]})", {"nodes"}, "must be a list");
+}
+
+BOOST_AUTO_TEST_CASE(bad_node_index_reference) {
+  const char* kTemplate = R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [1], "data": [1]}],
+    "nodes": [{"name": "n0", "op_type": "ReluCpp", "inputs": ["x"]},
+              {"name": "n1", "op_type": "ReluCpp", "inputs": [REF]}], "outputs": ["n1:0"]})";
+  for (const char* ref : {"\"n0:x\"", "\"n0:\"", "\":0\"", "\"n0:-1\"", "\"n0:1a\""}) {
+    std::string text = kTemplate;
+    text.replace(text.find("REF"), 3, ref);
+    BOOST_TEST_CONTEXT("ref " << ref) { ExpectGraphError(text, {"nodes[1]", "'n1'", "inputs[0]"}, "node:index"); }
+  }
+  std::string text = kTemplate;
+  text.replace(text.find("REF"), 3, "5");
+  ExpectGraphError(text, {"nodes[1]", "inputs[0]"}, "\"node:index\"");
+  ExpectGraphError(R"({"nodes": [], "outputs": ["n0:z"]})", {"outputs[0]"}, "bad tensor reference 'n0:z'");
+  ExpectGraphError(R"({"nodes": [{"name": "a:b", "op_type": "ReluCpp"}], "outputs": ["x"]})", {"nodes[0]"}, "':'");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- TensorFromJson --------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_SUITE(tensor_from_json)
+
+uint16_t Half(double v) {
+  Tensor t = TensorFromJson(json::array({v}), DT_FLOAT16, Shape{1}, "w");
+  return t.Data<uint16_t>()[0];
+}
+uint16_t Bf16(double v) {
+  Tensor t = TensorFromJson(json::array({v}), DT_BF16, Shape{1}, "w");
+  return t.Data<uint16_t>()[0];
+}
+
+BOOST_AUTO_TEST_CASE(float16_rounding) {
+  BOOST_CHECK_EQUAL(Half(1.0), 0x3C00);
+  BOOST_CHECK_EQUAL(Half(-2.0), 0xC000);
+  BOOST_CHECK_EQUAL(Half(0.0), 0x0000);
+  BOOST_CHECK_EQUAL(Half(65504.0), 0x7BFF);                   // largest finite
+  BOOST_CHECK_EQUAL(Half(65520.0), 0x7C00);                   // halfway to 2^16: rounds (even) to inf
+  BOOST_CHECK_EQUAL(Half(1e6), 0x7C00);                       // overflow
+  BOOST_CHECK_EQUAL(Half(1.0 + 1.0 / 2048), 0x3C00);          // halfway, even stays
+  BOOST_CHECK_EQUAL(Half(1.0 + 3.0 / 2048), 0x3C02);          // halfway, odd rounds up
+  BOOST_CHECK_EQUAL(Half(1.0 + 1.0 / 2048 + 1.0 / 65536), 0x3C01);  // above halfway
+  BOOST_CHECK_EQUAL(Half(std::ldexp(1.0, -24)), 0x0001);      // smallest subnormal
+  BOOST_CHECK_EQUAL(Half(std::ldexp(1.0, -25)), 0x0000);      // halfway to it: even (0)
+  BOOST_CHECK_EQUAL(Half(std::ldexp(3.0, -25)), 0x0002);      // 1.5 ulp: even (2)
+  BOOST_CHECK_EQUAL(Half(std::ldexp(1.0, -14)), 0x0400);      // smallest normal
+  BOOST_CHECK_EQUAL(Half(0.1), 0x2E66);
+}
+
+BOOST_AUTO_TEST_CASE(bfloat16_rounding) {
+  BOOST_CHECK_EQUAL(Bf16(1.0), 0x3F80);
+  BOOST_CHECK_EQUAL(Bf16(-1.0), 0xBF80);
+  BOOST_CHECK_EQUAL(Bf16(1.0 + 1.0 / 256), 0x3F80);  // halfway, even stays
+  BOOST_CHECK_EQUAL(Bf16(1.0 + 3.0 / 256), 0x3F82);  // halfway, odd rounds up
+  BOOST_CHECK_EQUAL(Bf16(1.0 + 1.0 / 256 + 1.0 / 4096), 0x3F81);
+  BOOST_CHECK_EQUAL(Bf16(3.0e38), 0x7F62);
+  BOOST_CHECK_EQUAL(Bf16(0.1), 0x3DCD);
+}
+
+BOOST_AUTO_TEST_CASE(values_and_shapes) {
+  Tensor t = TensorFromJson(json::parse("[[1, 2, 3], [4, 5, 6]]"), DT_INT64, Shape{2, 3}, "w");
+  BOOST_CHECK_EQUAL(t.GetDataType(), DT_INT64);
+  BOOST_CHECK_EQUAL(t.Data<int64_t>()[5], 6);
+  Tensor s = TensorFromJson(json(2.5), DT_DOUBLE, Shape(), "w");  // a scalar
+  BOOST_CHECK_EQUAL(*s.Data<double>(), 2.5);
+  Tensor b = TensorFromJson(json::parse("[true, false, 1, 0]"), DT_BOOL, Shape{4}, "w");
+  BOOST_CHECK_EQUAL(b.Data<uint8_t>()[0], 1);
+  BOOST_CHECK_EQUAL(b.Data<uint8_t>()[1], 0);
+  BOOST_CHECK_EQUAL(b.Data<uint8_t>()[2], 1);
+  Tensor u = TensorFromJson(json::parse("[18446744073709551615, 0]"), DT_UINT64, Shape{2}, "w");
+  BOOST_CHECK_EQUAL(u.Data<uint64_t>()[0], std::numeric_limits<uint64_t>::max());
+  Tensor i8 = TensorFromJson(json::parse("[-128, 127]"), DT_INT8, Shape{2}, "w");
+  BOOST_CHECK_EQUAL(i8.Data<int8_t>()[0], -128);
+  Tensor empty = TensorFromJson(json::parse("[]"), DT_FLOAT, Shape{0}, "w");
+  BOOST_CHECK_EQUAL(empty.GetSize(), 0u);
+}
+
+void ExpectTensorError(const std::string& data, DataType dt, const Shape& shape, const std::string& part) {
+  try {
+    TensorFromJson(json::parse(data), dt, shape, "graph.json: inputs[0] 'x'.data");
+    BOOST_ERROR("accepted " << data << " as " << DataTypeName(dt));
+  } catch (const GraphError& e) {
+    BOOST_CHECK_EQUAL(e.where(), "graph.json: inputs[0] 'x'.data");
+    BOOST_CHECK_MESSAGE(Contains(e.what(), part), "message lacks '" << part << "': " << e.what());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(integer_range_errors) {
+  ExpectTensorError("[128]", DT_INT8, Shape{1}, "does not fit int8");
+  ExpectTensorError("[-129]", DT_INT8, Shape{1}, "does not fit int8");
+  ExpectTensorError("[256]", DT_UINT8, Shape{1}, "does not fit uint8");
+  ExpectTensorError("[-1]", DT_UINT8, Shape{1}, "does not fit uint8");
+  ExpectTensorError("[0, 32768]", DT_INT16, Shape{2}, "element 1 does not fit int16");
+  ExpectTensorError("[65536]", DT_UINT16, Shape{1}, "does not fit uint16");
+  ExpectTensorError("[2147483648]", DT_INT32, Shape{1}, "does not fit int32");
+  ExpectTensorError("[-1]", DT_UINT32, Shape{1}, "does not fit uint32");
+  ExpectTensorError("[9223372036854775808]", DT_INT64, Shape{1}, "does not fit int64");
+  ExpectTensorError("[-1]", DT_UINT64, Shape{1}, "does not fit uint64");
+  ExpectTensorError("[1.5]", DT_INT32, Shape{1}, "must be an integer");
+  ExpectTensorError("[\"1\"]", DT_INT32, Shape{1}, "must be an integer");
+  ExpectTensorError("[\"1\"]", DT_FLOAT, Shape{1}, "must be a number");
+  ExpectTensorError("[true]", DT_FLOAT, Shape{1}, "must be a number");
+  ExpectTensorError("[2]", DT_BOOL, Shape{1}, "true/false");
+  ExpectTensorError("[1]", DT_STRING, Shape{1}, "inline data");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- Engine::Compile / Run -------------------------------------------------------------
+
+BOOST_AUTO_TEST_SUITE(engine)
+
+BOOST_AUTO_TEST_CASE(run_relu_chain) {
+  json j = {{"inputs", {Input("x", {-1, 2, -3, 4})}},
+            {"nodes", {Node("r0", "ReluCpp", {"x"}), Node("r1", "ReluCpp", {"r0:0"})}},
+            {"outputs", {"r1:0", "r0:0", "x"}}};
+  Graph g = Parse(j);
+  Engine engine(Registry());
+  CompiledGraph cg = engine.Compile(g);
+  BOOST_REQUIRE_EQUAL(cg.nodes.size(), 2u);
+  BOOST_CHECK_EQUAL(cg.nodes[0].node->name, "r0");
+  BOOST_CHECK(cg.nodes[0].inferred.has_value());
+  BOOST_CHECK_EQUAL(cg.nodes[0].stats.source, "builtin");
+  BOOST_CHECK(!cg.nodes[0].stats.python);
+  RunResult r = engine.Run(cg, 3);
+  BOOST_CHECK((Floats(r.outputs.at("r1:0")) == std::vector<float>{0, 2, 0, 4}));
+  BOOST_CHECK((Floats(r.outputs.at("r0:0")) == std::vector<float>{0, 2, 0, 4}));
+  BOOST_CHECK((Floats(r.outputs.at("x")) == std::vector<float>{-1, 2, -3, 4}));
+  BOOST_CHECK_EQUAL(cg.nodes[0].stats.execute_calls, 3u);
+  BOOST_CHECK_EQUAL(cg.nodes[1].stats.infer_meta_calls, 1u);
+  BOOST_CHECK_THROW(engine.Run(cg, 0), EngineError);
+}
+
+BOOST_AUTO_TEST_CASE(nodes_are_ordered_by_dependencies) {
+  json j = {{"inputs", {Input("x", {-5, 5})}},
+            {"nodes", {Node("late", "ReluCpp", {"early:0"}), Node("early", "ReluCpp", {"x"})}},
+            {"outputs", {"late:0"}}};
+  Graph g = Parse(j);
+  Engine engine(Registry());
+  CompiledGraph cg = engine.Compile(g);
+  BOOST_CHECK_EQUAL(cg.nodes[0].node->name, "early");
+  BOOST_CHECK_EQUAL(cg.nodes[1].node->name, "late");
+  BOOST_CHECK((Floats(engine.Run(cg).outputs.at("late:0")) == std::vector<float>{0, 5}));
+}
+
+BOOST_AUTO_TEST_CASE(unknown_op_type) {
+  ExpectCompileError({{"inputs", {Input("x", {1})}}, {"nodes", {Node("n0", "NoSuchOp", {"x"})}}, {"outputs", {"n0:0"}}},
+                     "n0", "unknown op_type 'NoSuchOp'");
+}
+
+BOOST_AUTO_TEST_CASE(wrong_input_count) {
+  ExpectCompileError(
+      {{"inputs", {Input("x", {1})}}, {"nodes", {Node("n0", "ReluCpp", {"x", "x"})}}, {"outputs", {"n0:0"}}}, "n0",
+      "inputs: got 2");
+  ExpectCompileError({{"inputs", {Input("x", {1})}}, {"nodes", {Node("n0", "ReluCpp", json::array())}}, {"outputs", {"n0:0"}}},
+                     "n0", "expects 1");
+}
+
+BOOST_AUTO_TEST_CASE(input_kind_rules) {
+  auto graph = [](json inputs, json attrs = {{"alpha", 1}}) {
+    return json{{"inputs", {Input("x", {1, 2})}},
+                {"nodes", {Node("m", "MixedCpp", inputs, attrs)}},
+                {"outputs", {"m:0"}}};
+  };
+  // required: exactly one reference
+  ExpectCompileError(graph({nullptr, nullptr, json::array()}), "m", "required input");
+  ExpectCompileError(graph({{"x"}, nullptr, json::array()}), "m", "required input");
+  // optional: one reference or null, never a list
+  ExpectCompileError(graph({"x", {"x"}, json::array()}), "m", "optional input");
+  // dynamic: a list
+  ExpectCompileError(graph({"x", nullptr, "x"}), "m", "dynamic input");
+  ExpectCompileError(graph({"x", nullptr, nullptr}), "m", "dynamic input");
+  // references must exist
+  ExpectCompileError(graph({"y", nullptr, json::array()}), "m", "unknown graph input 'y'");
+  ExpectCompileError(graph({"zz:0", nullptr, json::array()}), "m", "unknown node 'zz'");
+  ExpectCompileError(graph({"m:0", nullptr, json::array()}), "m", "its own output");
+
+  // Valid combinations reach the op with the right layout and attributes.
+  Engine engine(Registry());
+  struct Case {
+    json inputs;
+    json attrs;
+    std::vector<float> want;
+  };
+  const std::vector<Case> cases{
+      {{"x", nullptr, json::array()}, {{"alpha", 1}}, {1, 0, 0, 1, 1.5f}},
+      {{"x", "x", {"x", "x", "x"}}, {{"alpha", -2}, {"beta", 0.25}}, {1, 1, 3, -2, 0.25f}},
+      {{"x", nullptr, {"x"}}, {{"alpha", 7}, {"beta", 2}}, {1, 0, 1, 7, 2}},
+  };
+  for (const auto& c : cases) {
+    BOOST_TEST_CONTEXT("inputs " << c.inputs.dump() << " attrs " << c.attrs.dump()) {
+      Graph g = Parse(graph(c.inputs, c.attrs));
+      CompiledGraph cg = engine.Compile(g);
+      BOOST_CHECK(Floats(engine.Run(cg).outputs.at("m:0")) == c.want);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(attribute_rules) {
+  auto graph = [](json attrs) {
+    return json{{"inputs", {Input("x", {1})}},
+                {"nodes", {Node("m", "MixedCpp", {"x", nullptr, json::array()}, attrs)}},
+                {"outputs", {"m:0"}}};
+  };
+  ExpectCompileError(graph({{"alpha", 1}, {"gamma", 2}}), "m", "attrs.gamma: unknown attribute (the IR has: alpha, beta)");
+  ExpectCompileError(graph({{"beta", 2.0}}), "m", "attrs.alpha: missing required attribute (VT_INT)");
+  ExpectCompileError(graph({{"alpha", "one"}}), "m", "attrs.alpha");
+  ExpectCompileError(graph({{"alpha", 1.5}}), "m", "VT_INT");
+  ExpectCompileError(graph({{"alpha", 1}, {"beta", "x"}}), "m", "VT_FLOAT");
+  // ReluCpp has no attributes at all.
+  ExpectCompileError({{"inputs", {Input("x", {1})}}, {"nodes", {Node("r", "ReluCpp", {"x"}, {{"alpha", 1}})}}, {"outputs", {"r:0"}}},
+                     "r", "(the IR has: none)");
+}
+
+BOOST_AUTO_TEST_CASE(cycle_detection) {
+  ExpectCompileError({{"inputs", {Input("x", {1})}},
+                      {"nodes", {Node("a", "ReluCpp", {"b:0"}), Node("b", "ReluCpp", {"a:0"}), Node("c", "ReluCpp", {"x"})}},
+                      {"outputs", {"c:0"}}},
+                     "a", "cycle");
+  // A longer cycle behind a valid prefix names a node on the cycle.
+  json j = {{"inputs", {Input("x", {1})}},
+            {"nodes",
+             {Node("ok", "ReluCpp", {"x"}), Node("p", "ReluCpp", {"r:0"}), Node("q", "ReluCpp", {"p:0"}),
+              Node("r", "ReluCpp", {"q:0"})}},
+            {"outputs", {"ok:0"}}};
+  Graph g = Parse(j);
+  Engine engine(Registry());
+  try {
+    engine.Compile(g);
+    BOOST_ERROR("cycle not detected");
+  } catch (const EngineError& e) {
+    BOOST_CHECK(e.node() == "p" || e.node() == "q" || e.node() == "r");
+    BOOST_CHECK(Contains(e.what(), "cycle"));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(output_index_out_of_range) {
+  // A graph output beyond the node's outputs.
+  ExpectCompileError({{"inputs", {Input("x", {1})}}, {"nodes", {Node("n0", "ReluCpp", {"x"})}}, {"outputs", {"n0:1"}}},
+                     "n0", "has 1 output(s)");
+  // A node input beyond its producer's outputs.
+  ExpectCompileError({{"inputs", {Input("x", {1})}},
+                      {"nodes", {Node("n0", "ReluCpp", {"x"}), Node("n1", "ReluCpp", {"n0:3"})}},
+                      {"outputs", {"n1:0"}}},
+                     "n1", "refers to output 3 of node 'n0'");
+  // Unknown graph outputs.
+  ExpectCompileError({{"inputs", {Input("x", {1})}}, {"nodes", {Node("n0", "ReluCpp", {"x"})}}, {"outputs", {"zz:0"}}}, "",
+                     "unknown node 'zz'");
+  ExpectCompileError({{"inputs", {Input("x", {1})}}, {"nodes", {Node("n0", "ReluCpp", {"x"})}}, {"outputs", {"y"}}}, "",
+                     "unknown tensor 'y'");
+}
+
+BOOST_AUTO_TEST_CASE(infer_meta_failure_names_node) {
+  json j = {{"inputs", {{{"name", "x"}, {"dtype", "int8"}, {"shape", {1}}, {"data", {1}}}}},
+            {"nodes", {Node("n0", "ReluCpp", {"x"})}},
+            {"outputs", {"n0:0"}}};
+  ExpectCompileError(j, "n0", "infer_meta failed");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- AttrFromJson -----------------------------------------------------------------------
+
+BOOST_AUTO_TEST_SUITE(attr_from_json)
+
+void ExpectAttrError(const json& v, AttrType type, const std::string& where_part) {
+  try {
+    AttrFromJson(v, type, "node 'n' (Op): attrs.a");
+    BOOST_ERROR("accepted " << v.dump() << " as " << AttrTypeName(type));
+  } catch (const GraphError& e) {
+    BOOST_CHECK_MESSAGE(Contains(e.where(), "attrs.a" + where_part), e.where());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(vt_int) {
+  AttrValue v = AttrFromJson(json(-5), AttrType::VT_INT, "w");
+  BOOST_CHECK(TypeOf(v) == AttrType::VT_INT);
+  BOOST_CHECK_EQUAL(std::get<int64_t>(v), -5);
+  BOOST_CHECK_EQUAL(std::get<int64_t>(AttrFromJson(json::parse("9223372036854775807"), AttrType::VT_INT, "w")),
+                    std::numeric_limits<int64_t>::max());
+  ExpectAttrError(json("5"), AttrType::VT_INT, "");
+  ExpectAttrError(json(1.5), AttrType::VT_INT, "");
+  ExpectAttrError(json(true), AttrType::VT_INT, "");
+  ExpectAttrError(json::parse("9223372036854775808"), AttrType::VT_INT, "");
+}
+
+BOOST_AUTO_TEST_CASE(vt_float) {
+  BOOST_CHECK_EQUAL(std::get<float>(AttrFromJson(json(0.25), AttrType::VT_FLOAT, "w")), 0.25f);
+  BOOST_CHECK_EQUAL(std::get<float>(AttrFromJson(json(2), AttrType::VT_FLOAT, "w")), 2.0f);  // JSON numbers
+  ExpectAttrError(json("0.5"), AttrType::VT_FLOAT, "");
+  ExpectAttrError(json(false), AttrType::VT_FLOAT, "");
+}
+
+BOOST_AUTO_TEST_CASE(vt_bool) {
+  BOOST_CHECK_EQUAL(std::get<bool>(AttrFromJson(json(true), AttrType::VT_BOOL, "w")), true);
+  BOOST_CHECK_EQUAL(std::get<bool>(AttrFromJson(json(false), AttrType::VT_BOOL, "w")), false);
+  ExpectAttrError(json(1), AttrType::VT_BOOL, "");
+  ExpectAttrError(json("true"), AttrType::VT_BOOL, "");
+}
+
+BOOST_AUTO_TEST_CASE(vt_string) {
+  BOOST_CHECK_EQUAL(std::get<std::string>(AttrFromJson(json("tanh"), AttrType::VT_STRING, "w")), "tanh");
+  ExpectAttrError(json(3), AttrType::VT_STRING, "");
+  ExpectAttrError(json::array({"a"}), AttrType::VT_STRING, "");
+}
+
+BOOST_AUTO_TEST_CASE(vt_data_type) {
+  BOOST_CHECK_EQUAL(std::get<DataType>(AttrFromJson(json("float16"), AttrType::VT_DATA_TYPE, "w")), DT_FLOAT16);
+  BOOST_CHECK_EQUAL(std::get<DataType>(AttrFromJson(json("DT_BF16"), AttrType::VT_DATA_TYPE, "w")), DT_BF16);
+  ExpectAttrError(json("float99"), AttrType::VT_DATA_TYPE, "");
+  ExpectAttrError(json(1), AttrType::VT_DATA_TYPE, "");
+}
+
+BOOST_AUTO_TEST_CASE(vt_tensor) {
+  AttrValue v = AttrFromJson(json::parse(R"({"dtype": "int32", "shape": [2, 2], "data": [[1, 2], [3, 4]]})"),
+                             AttrType::VT_TENSOR, "w");
+  const TensorAttr& t = std::get<TensorAttr>(v);
+  BOOST_REQUIRE(t);
+  BOOST_CHECK_EQUAL(t->GetDataType(), DT_INT32);
+  BOOST_CHECK(t->GetStorageShape() == Shape({2, 2}));
+  BOOST_CHECK_EQUAL(t->Data<int32_t>()[3], 4);
+  ExpectAttrError(json::array({1, 2}), AttrType::VT_TENSOR, "");
+  ExpectAttrError(json::parse(R"({"dtype": "int32", "shape": [2]})"), AttrType::VT_TENSOR, "");
+  ExpectAttrError(json::parse(R"({"dtype": "nope", "shape": [1], "data": [1]})"), AttrType::VT_TENSOR, ".dtype");
+  ExpectAttrError(json::parse(R"({"dtype": "int32", "shape": [-1], "data": []})"), AttrType::VT_TENSOR, ".shape");
+  ExpectAttrError(json::parse(R"({"dtype": "int32", "shape": [3], "data": [1, 2]})"), AttrType::VT_TENSOR, ".data");
+}
+
+BOOST_AUTO_TEST_CASE(vt_list_int) {
+  BOOST_CHECK((std::get<std::vector<int64_t>>(AttrFromJson(json::parse("[1, -2, 3]"), AttrType::VT_LIST_INT, "w")) ==
+               std::vector<int64_t>{1, -2, 3}));
+  BOOST_CHECK(std::get<std::vector<int64_t>>(AttrFromJson(json::array(), AttrType::VT_LIST_INT, "w")).empty());
+  ExpectAttrError(json::parse("[1, \"2\"]"), AttrType::VT_LIST_INT, "[1]");
+  ExpectAttrError(json(1), AttrType::VT_LIST_INT, "");
+}
+
+BOOST_AUTO_TEST_CASE(vt_list_float) {
+  BOOST_CHECK((std::get<std::vector<float>>(AttrFromJson(json::parse("[0.5, 2]"), AttrType::VT_LIST_FLOAT, "w")) ==
+               std::vector<float>{0.5f, 2.0f}));
+  ExpectAttrError(json(0.5), AttrType::VT_LIST_FLOAT, "");
+  ExpectAttrError(json::parse("[0.5, null]"), AttrType::VT_LIST_FLOAT, "[1]");
+}
+
+BOOST_AUTO_TEST_CASE(vt_list_bool) {
+  BOOST_CHECK((std::get<std::vector<bool>>(AttrFromJson(json::parse("[true, false]"), AttrType::VT_LIST_BOOL, "w")) ==
+               std::vector<bool>{true, false}));
+  ExpectAttrError(json::parse("[true, 1]"), AttrType::VT_LIST_BOOL, "[1]");
+  ExpectAttrError(json(true), AttrType::VT_LIST_BOOL, "");
+}
+
+BOOST_AUTO_TEST_CASE(vt_list_string) {
+  BOOST_CHECK((std::get<std::vector<std::string>>(AttrFromJson(json::parse("[\"a\", \"\"]"), AttrType::VT_LIST_STRING, "w")) ==
+               std::vector<std::string>{"a", ""}));
+  ExpectAttrError(json::parse("[\"a\", 1]"), AttrType::VT_LIST_STRING, "[1]");
+  ExpectAttrError(json("a"), AttrType::VT_LIST_STRING, "");
+}
+
+BOOST_AUTO_TEST_CASE(vt_list_data_type) {
+  BOOST_CHECK((std::get<std::vector<DataType>>(AttrFromJson(json::parse("[\"int8\", \"bfloat16\"]"),
+                                                            AttrType::VT_LIST_DATA_TYPE, "w")) ==
+               std::vector<DataType>{DT_INT8, DT_BF16}));
+  ExpectAttrError(json("int8"), AttrType::VT_LIST_DATA_TYPE, "");
+  ExpectAttrError(json::parse("[\"int8\", \"int9\"]"), AttrType::VT_LIST_DATA_TYPE, "[1]");
+}
+
+BOOST_AUTO_TEST_CASE(vt_list_list_int) {
+  BOOST_CHECK((std::get<std::vector<std::vector<int64_t>>>(
+                   AttrFromJson(json::parse("[[1], [2, 3], []]"), AttrType::VT_LIST_LIST_INT, "w")) ==
+               std::vector<std::vector<int64_t>>{{1}, {2, 3}, {}}));
+  ExpectAttrError(json::parse("[1, 2]"), AttrType::VT_LIST_LIST_INT, "[0]");
+  ExpectAttrError(json::parse("[[1], [2, \"x\"]]"), AttrType::VT_LIST_LIST_INT, "[1][1]");
+  ExpectAttrError(json(1), AttrType::VT_LIST_LIST_INT, "");
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,632 @@
+// The embedded Python host: loading, reports, isolation, teardown, load
+// failures, Python errors in callbacks, and concurrent calls from C++ threads.
+//
+// One executable: CPython initializes once per process. The plugins live under
+// plugins/testing/host/<case>/, one folder per case.
+#define BOOST_TEST_MODULE host
+#include <boost/test/unit_test.hpp>
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/sinks/ostream_sink.h>
+
+#include "ge/engine/engine.h"
+#include "ge/engine/graph.h"
+#include "ge/host/plugin_host.h"
+#include "ge/log.h"
+#include "ge/op/op_registry.h"
+
+namespace fs = std::filesystem;
+using namespace ge;
+using ge::host::HostOptions;
+using ge::host::PluginHost;
+using ge::host::PluginReport;
+
+namespace {
+
+const std::string kSource = GE_SOURCE_DIR;
+
+bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::string Case(const std::string& name) { return kSource + "/plugins/testing/host/" + name; }
+std::string Canon(const std::string& p) { return fs::canonical(p).string(); }
+
+HostOptions Opts(std::vector<std::string> paths) {
+  HostOptions o;
+  o.opp_paths = std::move(paths);
+  o.use_env_opp_path = false;
+  o.python_dir = GE_PYTHON_DIR;
+  o.thread_join_timeout_s = 0.2;
+  return o;
+}
+
+const PluginReport* FindReport(const std::vector<PluginReport>& reports, const std::string& name) {
+  for (const auto& r : reports) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+std::string Describe(const std::vector<PluginReport>& reports) {
+  std::ostringstream os;
+  for (const auto& r : reports) os << "\n  " << r.name << " [" << r.status << "] " << r.path << ": " << r.error;
+  return os.str();
+}
+
+// Requires `name` to be reported with `status`; returns the report.
+const PluginReport& Expect(const std::vector<PluginReport>& reports, const std::string& name, const std::string& status) {
+  const PluginReport* r = FindReport(reports, name);
+  BOOST_REQUIRE_MESSAGE(r != nullptr, "no report for " << name << Describe(reports));
+  BOOST_CHECK_MESSAGE(r->status == status, name << ": status " << r->status << ", expected " << status << ": " << r->error
+                                                 << "\n" << r->details);
+  return *r;
+}
+
+bool ValidUtf8(const std::string& s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    if (c < 0x80) n = 0;
+    else if ((c >> 5) == 6) n = 1;
+    else if ((c >> 4) == 14) n = 2;
+    else if ((c >> 3) == 30) n = 3;
+    else return false;
+    if (i + n >= s.size()) return false;
+    if (n == 2 && c == 0xED && (static_cast<unsigned char>(s[i + 1]) & 0xE0) == 0xA0) return false;  // a surrogate
+    for (std::size_t k = 1; k <= n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+struct ExecResult {
+  Status status;
+  std::optional<Tensor> y;
+};
+
+// Runs `op_type`'s execute through the registry on a float32 input, as an
+// engine would (no Boost.Test assertions: callable from any thread).
+ExecResult Execute(const OpRegistry& reg, const std::string& op_type, const std::vector<float>& x_values) {
+  ExecResult r;
+  auto op = reg.Create(op_type);
+  if (!op) {
+    r.status = Status::Error("no op " + op_type);
+    return r;
+  }
+  auto* ex = CustomOpCast<EagerExecuteOp>(op);
+  if (ex == nullptr) {
+    r.status = Status::Error(op_type + " has no execute");
+    return r;
+  }
+  Tensor x = Tensor::Allocate(TensorDesc(Shape{static_cast<int64_t>(x_values.size())}, DT_FLOAT));
+  if (!x_values.empty()) std::memcpy(x.GetAddr(), x_values.data(), x_values.size() * sizeof(float));
+  RuntimeAttrs attrs;
+  EagerOpExecutionContext ctx(op->GetSchema(), {&x}, InstanceLayout({1}), attrs, InstanceLayout({1}));
+  r.status = ex->Execute(&ctx);
+  auto outs = ctx.TakeOutputs();
+  if (!outs.empty() && outs[0]) r.y = std::move(*outs[0]);
+  return r;
+}
+
+std::vector<float> ExecFloats(const OpRegistry& reg, const std::string& op_type, const std::vector<float>& x) {
+  ExecResult r = Execute(reg, op_type, x);
+  BOOST_REQUIRE_MESSAGE(r.status.ok(), op_type << ": " << r.status.Describe());
+  BOOST_REQUIRE(r.y.has_value());
+  BOOST_REQUIRE_EQUAL(r.y->GetDataType(), DT_FLOAT);
+  return std::vector<float>(r.y->Data<float>(), r.y->Data<float>() + r.y->GetShapeSize());
+}
+
+// Loads `paths` into a fresh registry + host.
+struct Loaded {
+  OpRegistry registry;
+  std::unique_ptr<PluginHost> host;
+  std::vector<PluginReport> reports;
+  explicit Loaded(std::vector<std::string> paths, double join_timeout_s = 0.2) {
+    HostOptions o = Opts(std::move(paths));
+    o.thread_join_timeout_s = join_timeout_s;
+    host = std::make_unique<PluginHost>(o, registry);
+    reports = host->LoadAll();
+  }
+};
+
+// The good pair loads and runs beside a broken plugin.
+void CheckGoodStillLoads(const Loaded& l) {
+  Expect(l.reports, "add_one", "ok");
+  Expect(l.reports, "add_two", "ok");
+  BOOST_CHECK((ExecFloats(l.registry, "HostAddOne", {1, 2}) == std::vector<float>{2, 3}));
+  BOOST_CHECK((ExecFloats(l.registry, "HostAddTwo", {1, 2}) == std::vector<float>{3, 4}));
+}
+
+// A failed plugin: status error, its file named in the error, nothing registered.
+const PluginReport& ExpectLoadFailure(const Loaded& l, const std::string& name, const std::string& file,
+                                      const std::vector<std::string>& fragments, const std::string& status = "error") {
+  const PluginReport& r = Expect(l.reports, name, status);
+  BOOST_CHECK_MESSAGE(Contains(r.error, file), name << ": error does not name " << file << ": " << r.error);
+  for (const auto& f : fragments) BOOST_CHECK_MESSAGE(Contains(r.error, f), name << ": error lacks '" << f << "': " << r.error);
+  BOOST_CHECK(r.op_types.empty());
+  BOOST_CHECK(ValidUtf8(r.error));
+  return r;
+}
+
+// Captures what the "plugin" logger writes while alive.
+class PluginLogCapture {
+ public:
+  PluginLogCapture() : logger_(Logger("plugin")), old_level_(logger_->level()) {
+    sink_ = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
+    sink_->set_pattern("%v");
+    logger_->sinks().push_back(sink_);
+    logger_->set_level(spdlog::level::info);
+  }
+  ~PluginLogCapture() {
+    auto& sinks = logger_->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+    logger_->set_level(old_level_);
+  }
+  std::string Text() {
+    logger_->flush();
+    return out_.str();
+  }
+
+ private:
+  std::shared_ptr<spdlog::logger> logger_;
+  spdlog::level::level_enum old_level_;
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+std::vector<float> GraphOutput(const RunResult& r, const std::string& ref) {
+  const Tensor& t = r.outputs.at(ref);
+  BOOST_REQUIRE_EQUAL(t.GetDataType(), DT_FLOAT);
+  return std::vector<float>(t.Data<float>(), t.Data<float>() + t.GetShapeSize());
+}
+
+const char* kSamplesGraph = R"({
+  "inputs": [
+    {"name": "x", "dtype": "float32", "shape": [4], "data": [-1.0, 0.0, 0.5, 2.0]},
+    {"name": "a", "dtype": "float32", "shape": [2, 2], "data": [[1, 2], [3, 4]]},
+    {"name": "b", "dtype": "float32", "shape": [2, 2], "data": [[5, 6], [7, 8]]},
+    {"name": "r", "dtype": "float32", "shape": [1, 2], "data": [[3, 4]]}
+  ],
+  "nodes": [
+    {"name": "gelu", "op_type": "GeluCustom", "inputs": ["x"]},
+    {"name": "relu", "op_type": "ReluCpp", "inputs": ["gelu:0"]},
+    {"name": "mm", "op_type": "MatMulCustom", "inputs": ["a", "b"]},
+    {"name": "rms", "op_type": "RmsNormCustom", "inputs": ["r", null], "attrs": {"epsilon": 0.0}}
+  ],
+  "outputs": ["gelu:0", "relu:0", "mm:0", "rms:0"]
+})";
+
+// Runs kSamplesGraph and checks every output.
+void RunSamplesGraph(const OpRegistry& reg) {
+  Graph g = ParseGraph(kSamplesGraph, "samples.json", ".");
+  Engine engine(reg);
+  CompiledGraph cg = engine.Compile(g);
+  RunResult r = engine.Run(cg, 2);
+  const std::vector<float> x{-1.0f, 0.0f, 0.5f, 2.0f};
+  const std::vector<float> gelu = GraphOutput(r, "gelu:0");
+  const std::vector<float> relu = GraphOutput(r, "relu:0");
+  BOOST_REQUIRE_EQUAL(gelu.size(), 4u);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    const double want = 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    BOOST_CHECK_CLOSE_FRACTION(gelu[i] + 1.0, want + 1.0, 1e-5);
+    BOOST_CHECK_EQUAL(relu[i], gelu[i] > 0 ? gelu[i] : 0.0f);
+  }
+  BOOST_CHECK((GraphOutput(r, "mm:0") == std::vector<float>{19, 22, 43, 50}));
+  const std::vector<float> rms = GraphOutput(r, "rms:0");
+  BOOST_CHECK_CLOSE_FRACTION(rms[0], 3.0 / std::sqrt(12.5), 1e-5);
+  BOOST_CHECK_CLOSE_FRACTION(rms[1], 4.0 / std::sqrt(12.5), 1e-5);
+  for (const auto& n : cg.nodes) {
+    BOOST_CHECK_EQUAL(n.stats.python, n.stats.op_type != "ReluCpp");
+    BOOST_CHECK_EQUAL(n.stats.execute_calls, 2u);
+  }
+}
+
+}  // namespace
+
+// ---- the samples ------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(samples_load_report_and_run) {
+  OpRegistry reg;
+  BOOST_REQUIRE(RegisterBuiltinOps(reg).ok());
+  PluginHost host(Opts({kSource + "/plugins/samples"}), reg);
+  const auto& reports = host.LoadAll();
+
+  const PluginReport& gelu = Expect(reports, "gelu", "ok");
+  BOOST_CHECK_EQUAL(gelu.isolation, "subinterpreter");
+  BOOST_CHECK_EQUAL(gelu.path, Canon(kSource + "/plugins/samples/gelu.py"));
+  BOOST_CHECK((gelu.op_types == std::vector<std::string>{"GeluCustom"}));
+  BOOST_REQUIRE_EQUAL(gelu.capabilities.size(), 1u);
+  BOOST_CHECK_EQUAL(gelu.capabilities[0].first, "GeluCustom");
+  BOOST_CHECK_EQUAL(gelu.capabilities[0].second, "eager_execute,infer_meta");
+  BOOST_CHECK(gelu.error.empty());
+
+  const PluginReport& rms = Expect(reports, "rms_norm", "ok");
+  BOOST_CHECK_EQUAL(rms.isolation, "subinterpreter");
+  BOOST_CHECK_EQUAL(rms.version, "1.0.0");
+  BOOST_CHECK(!rms.description.empty());
+  BOOST_CHECK((rms.op_types == std::vector<std::string>{"RmsNormCustom"}));
+
+  const PluginReport& att = Expect(reports, "attention_np", "ok");
+  BOOST_CHECK_EQUAL(att.isolation, "main");
+  for (const char* op : {"MatMulCustom", "SoftmaxCustom", "ConcatCustom"}) {
+    BOOST_CHECK_MESSAGE(std::find(att.op_types.begin(), att.op_types.end(), op) != att.op_types.end(), op);
+  }
+
+  // Python ops are registry peers of C++ ops.
+  auto reg_gelu = reg.Find("GeluCustom");
+  BOOST_REQUIRE(reg_gelu);
+  BOOST_CHECK_EQUAL(reg_gelu->plugin, "gelu");
+  BOOST_CHECK_EQUAL(reg_gelu->source, gelu.path);
+  BOOST_CHECK_EQUAL(reg_gelu->capabilities, CustomOpCapability::kEagerExecute | CustomOpCapability::kInferMeta);
+  auto op = reg.Create("GeluCustom");
+  BOOST_REQUIRE(op);
+  BOOST_CHECK(CustomOpCast<EagerExecuteOp>(op) != nullptr);
+  BOOST_CHECK(CustomOpCast<InferMetaOp>(op) != nullptr);
+  BOOST_CHECK_EQUAL(op->GetSchema().op_type, "GeluCustom");
+  BOOST_REQUIRE_EQUAL(op->GetSchema().attrs.size(), 1u);
+  BOOST_CHECK_EQUAL(op->GetSchema().attrs[0].name, "approximate");
+
+  const uint64_t calls_before = host.PythonCalls();
+  RunSamplesGraph(reg);
+  // 3 Python nodes: one infer_meta each, two executes each.
+  BOOST_CHECK_EQUAL(host.PythonCalls() - calls_before, 9u);
+
+  // LoadAll again is idempotent: nothing new, no conflicts.
+  const std::size_t n_reports = host.Reports().size();
+  host.LoadAll();
+  BOOST_CHECK_EQUAL(host.Reports().size(), n_reports);
+}
+
+// ---- isolation ------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(isolation_util_modules_and_globals) {
+  Loaded l({Case("isolation_a") + "/plug_iso_a.py", Case("isolation_b") + "/plug_iso_b.py"});
+  Expect(l.reports, "plug_iso_a", "ok");
+  Expect(l.reports, "plug_iso_b", "ok");
+  // [util.bump(), builtins marker untouched by the other plugin, other plugin not in sys.modules]
+  BOOST_CHECK((ExecFloats(l.registry, "HostIsoA", {0}) == std::vector<float>{101, 1, 0}));
+  BOOST_CHECK((ExecFloats(l.registry, "HostIsoA", {0}) == std::vector<float>{102, 1, 0}));
+  BOOST_CHECK((ExecFloats(l.registry, "HostIsoB", {0}) == std::vector<float>{201, 1, 0}));
+  BOOST_CHECK((ExecFloats(l.registry, "HostIsoA", {0}) == std::vector<float>{103, 1, 0}));
+  BOOST_CHECK((ExecFloats(l.registry, "HostIsoB", {0}) == std::vector<float>{202, 1, 0}));
+}
+
+// ---- teardown -------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(teardown_ends_interpreters_and_reload_works) {
+  const fs::path marker = fs::temp_directory_path() / ("ge_host_atexit_" + std::to_string(::getpid()));
+  fs::remove(marker);
+  BOOST_REQUIRE_EQUAL(::setenv("GE_TEST_ATEXIT_FILE", marker.c_str(), 1), 0);
+
+  OpRegistry reg;
+  std::vector<PluginReport> first;
+  {
+    PluginHost host(Opts({Case("teardown"), kSource + "/plugins/samples"}), reg);
+    first = host.LoadAll();
+    Expect(first, "at_exit", "ok");
+    ExecFloats(reg, "HostAtExit", {1});
+    ExecFloats(reg, "HostAtExit", {2});
+    BOOST_CHECK(reg.Find("GeluCustom"));
+    BOOST_CHECK(!fs::exists(marker));  // the interpreter is alive
+  }
+  // The host's destructor unregistered its ops and ended the sub-interpreter
+  // (its atexit handlers ran).
+  BOOST_CHECK_EQUAL(reg.Size(), 0u);
+  BOOST_REQUIRE_MESSAGE(fs::exists(marker), "the plugin's sub-interpreter was not ended");
+  {
+    std::ifstream in(marker);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    BOOST_CHECK_EQUAL(text, "ended 2");
+  }
+  fs::remove(marker);
+
+  // A second host in the same process loads the same plugins again.
+  BOOST_REQUIRE(RegisterBuiltinOps(reg).ok());
+  {
+    PluginHost host(Opts({Case("teardown"), kSource + "/plugins/samples"}), reg);
+    const auto& second = host.LoadAll();
+    BOOST_REQUIRE_EQUAL(second.size(), first.size());
+    for (const auto& r1 : first) {
+      const PluginReport& r2 = Expect(second, r1.name, r1.status);
+      BOOST_CHECK_MESSAGE(r2.op_types == r1.op_types, r1.name << ": op_types differ on reload");
+    }
+    ExecFloats(reg, "HostAtExit", {1});  // a fresh interpreter: its counter restarts
+    RunSamplesGraph(reg);
+  }
+  BOOST_CHECK_EQUAL(reg.Size(), 1u);  // only ReluCpp is left
+  BOOST_REQUIRE(fs::exists(marker));
+  std::ifstream in(marker);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_CHECK_EQUAL(text, "ended 1");
+  fs::remove(marker);
+  ::unsetenv("GE_TEST_ATEXIT_FILE");
+}
+
+BOOST_AUTO_TEST_CASE(lingering_plugin_thread_does_not_block_teardown) {
+  auto l = std::make_unique<Loaded>(std::vector<std::string>{Case("thread_left"), Case("good")}, 0.2);
+  Expect(l->reports, "lingering", "ok");
+  CheckGoodStillLoads(*l);
+  ExecFloats(l->registry, "HostLinger", {1});
+
+  // Destroy the host on another thread and wait for it, bounded.
+  std::promise<void> done;
+  std::future<void> finished = done.get_future();
+  std::thread destroyer([&] {
+    l->host.reset();
+    done.set_value();
+  });
+  if (finished.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    std::cerr << "PluginHost destruction blocked on a plugin thread for 60 s" << std::endl;
+    std::_Exit(1);  // cannot unwind past a blocked destructor
+  }
+  destroyer.join();
+  BOOST_CHECK_EQUAL(l->registry.Size(), 0u);
+  l.reset();
+
+  // The process keeps working: a new host loads and runs.
+  Loaded again({Case("good")});
+  CheckGoodStillLoads(again);
+}
+
+// ---- load failures ----------------------------------------------------------------------
+
+BOOST_AUTO_TEST_SUITE(load_failures)
+
+BOOST_AUTO_TEST_CASE(syntax_error_with_file_and_line) {
+  Loaded l({Case("syntax_error"), Case("good")});
+  const std::string file = Canon(Case("syntax_error") + "/bad_syntax.py");
+  ExpectLoadFailure(l, "bad_syntax", file, {"SyntaxError", "bad_syntax.py:3"});
+  CheckGoodStillLoads(l);
+}
+
+BOOST_AUTO_TEST_CASE(import_error) {
+  Loaded l({Case("import_error"), Case("good")});
+  const std::string file = Canon(Case("import_error") + "/bad_import.py");
+  ExpectLoadFailure(l, "bad_import", file, {"ModuleNotFoundError", "ge_no_such_module_for_tests"});
+  CheckGoodStillLoads(l);
+}
+
+BOOST_AUTO_TEST_CASE(exception_inside_decorator) {
+  Loaded l({Case("decorator_error"), Case("good")});
+  const std::string file = Canon(Case("decorator_error") + "/bad_decorator.py");
+  ExpectLoadFailure(l, "bad_decorator", file, {"TypeError", "register_op op_type 'HostBadDecorator' failed"});
+  BOOST_CHECK(!l.registry.Find("HostBadDecorator"));
+  CheckGoodStillLoads(l);
+}
+
+BOOST_AUTO_TEST_CASE(invalid_execute_signature) {
+  Loaded l({Case("bad_signature"), Case("good")});
+  const std::string file = Canon(Case("bad_signature") + "/bad_sig.py");
+  ExpectLoadFailure(l, "bad_sig", file, {"HostBadSig", "execute", "expected", "actual"});
+  BOOST_CHECK(!l.registry.Find("HostBadSig"));  // all or nothing
+  CheckGoodStillLoads(l);
+}
+
+BOOST_AUTO_TEST_CASE(op_type_conflict_first_in_path_order_wins) {
+  const std::string a = Canon(Case("conflict") + "/a_first.py");
+  const std::string b = Canon(Case("conflict") + "/b_second.py");
+  {
+    Loaded l({Case("conflict"), Case("good")});  // folder: name order
+    Expect(l.reports, "a_first", "ok");
+    const PluginReport& r = ExpectLoadFailure(l, "b_second", b, {a, "HostConflict"}, "conflict");
+    (void)r;
+    BOOST_CHECK_EQUAL(l.registry.Find("HostConflict")->source, a);
+    BOOST_CHECK((ExecFloats(l.registry, "HostConflict", {0}) == std::vector<float>{1}));
+    CheckGoodStillLoads(l);
+  }
+  {
+    Loaded l({b, a});  // explicit files: the given order
+    Expect(l.reports, "b_second", "ok");
+    ExpectLoadFailure(l, "a_first", a, {b, "HostConflict"}, "conflict");
+    BOOST_CHECK((ExecFloats(l.registry, "HostConflict", {0}) == std::vector<float>{2}));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(missing_opp_path_entry) {
+  const std::string missing = "/nonexistent/ge_missing_entry";
+  Loaded l({missing, Case("good")});
+  const PluginReport& r = Expect(l.reports, "ge_missing_entry", "missing");
+  BOOST_CHECK_MESSAGE(Contains(r.error, missing), r.error);
+  BOOST_CHECK_EQUAL(r.path, missing);
+  CheckGoodStillLoads(l);
+}
+
+BOOST_AUTO_TEST_CASE(system_exit_at_import_is_reported) {
+  Loaded l({Case("system_exit"), Case("good")});
+  const std::string file = Canon(Case("system_exit") + "/exits.py");
+  ExpectLoadFailure(l, "exits", file, {"SystemExit", "3"});
+  // Still here, and the plugins after it in path order loaded.
+  CheckGoodStillLoads(l);
+}
+
+BOOST_AUTO_TEST_CASE(exception_whose_str_raises) {
+  Loaded l({Case("bad_str"), Case("good")});
+  const std::string file = Canon(Case("bad_str") + "/bad_str.py");
+  ExpectLoadFailure(l, "bad_str", file, {"UnprintableError"});
+  CheckGoodStillLoads(l);
+}
+
+BOOST_AUTO_TEST_CASE(exception_message_with_lone_surrogate) {
+  Loaded l({Case("surrogate"), Case("good")});
+  const std::string file = Canon(Case("surrogate") + "/surrogate.py");
+  const PluginReport& r = ExpectLoadFailure(l, "surrogate", file, {"ValueError", "lone surrogate", "in the message"});
+  BOOST_CHECK_MESSAGE(Contains(r.error, "\\udc80"), r.error);  // escaped, not dropped
+  BOOST_CHECK(ValidUtf8(r.details));
+  CheckGoodStillLoads(l);
+}
+
+BOOST_AUTO_TEST_CASE(numpy_in_subinterpreter_names_isolation_main) {
+  Loaded l({Case("numpy_sub"), Case("good")});
+  const std::string file = Canon(Case("numpy_sub") + "/uses_numpy.py");
+  ExpectLoadFailure(l, "uses_numpy", file, {"isolation = \"main\"", "numpy"});
+  CheckGoodStillLoads(l);
+}
+
+BOOST_AUTO_TEST_CASE(numpy_with_isolation_main_loads_and_runs) {
+  Loaded l({Case("numpy_main"), Case("good")});
+  const PluginReport& r = Expect(l.reports, "np_main_op", "ok");
+  BOOST_CHECK_EQUAL(r.isolation, "main");
+  BOOST_CHECK_EQUAL(r.version, "0.3.0");
+  BOOST_CHECK_EQUAL(r.description, "numpy in the main interpreter");
+  BOOST_CHECK((r.op_types == std::vector<std::string>{"HostNpAddOne"}));
+  BOOST_CHECK((ExecFloats(l.registry, "HostNpAddOne", {1.5f, -2}) == std::vector<float>{2.5f, -1}));
+  CheckGoodStillLoads(l);
+}
+
+BOOST_AUTO_TEST_CASE(plugin_stdout_is_captured) {
+  PluginLogCapture capture;
+  Loaded l({Case("prints"), Case("good")});
+  Expect(l.reports, "printer", "ok");
+  BOOST_CHECK((ExecFloats(l.registry, "HostPrint", {1, 2, 3}) == std::vector<float>{1, 2, 3}));
+  const std::string text = capture.Text();
+  BOOST_CHECK_MESSAGE(Contains(text, "[printer] printer plugin says hello at import"), text);
+  BOOST_CHECK_MESSAGE(Contains(text, "[printer] printer plugin warns on stderr"), text);
+  BOOST_CHECK_MESSAGE(Contains(text, "[printer] printer plugin execute 3"), text);
+  CheckGoodStillLoads(l);
+}
+
+BOOST_AUTO_TEST_CASE(bad_pyproject_isolation_names_the_field) {
+  Loaded l({Case("bad_pyproject"), Case("good")});
+  const std::string pkg = Canon(Case("bad_pyproject") + "/bad_iso_pkg");
+  ExpectLoadFailure(l, "bad_iso_pkg", pkg + "/pyproject.toml", {"tool.ge-plugin.isolation", "threads"});
+  CheckGoodStillLoads(l);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- Python errors in callbacks -----------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(execute_raising_gives_a_full_status) {
+  Loaded l({Case("execute_raises"), Case("good")});
+  Expect(l.reports, "raiser", "ok");
+  const std::string file = Canon(Case("execute_raises") + "/raiser.py");
+  ExecResult r = Execute(l.registry, "HostRaise", {1});
+  BOOST_REQUIRE(!r.status.ok());
+  const ErrorInfo& e = r.status.info();
+  BOOST_CHECK_EQUAL(e.exception_type, "ValueError");
+  BOOST_CHECK_MESSAGE(Contains(e.message, "boom 42"), e.message);
+  BOOST_CHECK_EQUAL(e.plugin, "raiser");
+  BOOST_CHECK_EQUAL(e.file, file);
+  BOOST_CHECK_EQUAL(e.call_site, "execute");
+  BOOST_CHECK_MESSAGE(Contains(e.location, "raiser.py:"), e.location);
+  BOOST_CHECK_MESSAGE(Contains(e.traceback, "Traceback"), e.traceback);
+  BOOST_CHECK_MESSAGE(Contains(e.traceback, "raiser.py"), e.traceback);
+  BOOST_CHECK_MESSAGE(Contains(e.traceback, "_fail"), e.traceback);
+  BOOST_CHECK_MESSAGE(Contains(r.status.Describe(), "plugin 'raiser'"), r.status.Describe());
+  // The host and the other plugins keep working, and so does the op.
+  BOOST_CHECK((ExecFloats(l.registry, "HostAddOne", {1}) == std::vector<float>{2}));
+  BOOST_CHECK(!Execute(l.registry, "HostRaise", {1}).status.ok());
+
+  // Through the engine: the error names the node and carries the traceback.
+  Graph g = ParseGraph(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [1], "data": [1]}],
+                           "nodes": [{"name": "n0", "op_type": "HostAddOne", "inputs": ["x"]},
+                                     {"name": "bad", "op_type": "HostRaise", "inputs": ["n0:0"]}],
+                           "outputs": ["bad:0"]})",
+                       "raise.json", ".");
+  Engine engine(l.registry);
+  CompiledGraph cg = engine.Compile(g);
+  try {
+    engine.Run(cg);
+    BOOST_ERROR("Run did not fail");
+  } catch (const EngineError& err) {
+    BOOST_CHECK_EQUAL(err.node(), "bad");
+    BOOST_CHECK_MESSAGE(Contains(err.what(), "ValueError: boom 42"), err.what());
+    BOOST_CHECK_MESSAGE(Contains(err.details(), "Traceback"), err.details());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(execute_returning_non_none) {
+  Loaded l({Case("returns_value")});
+  Expect(l.reports, "returns", "ok");
+  ExecResult r = Execute(l.registry, "HostReturns", {1});
+  BOOST_REQUIRE(!r.status.ok());
+  BOOST_CHECK_MESSAGE(Contains(r.status.message(), "execute must return None"), r.status.message());
+  BOOST_CHECK_EQUAL(r.status.info().exception_type, "TypeError");
+  BOOST_CHECK_EQUAL(r.status.info().plugin, "returns");
+}
+
+BOOST_AUTO_TEST_CASE(python_calls_are_counted) {
+  Loaded l({Case("good")});
+  const uint64_t before = l.host->PythonCalls();
+  for (int i = 0; i < 5; ++i) ExecFloats(l.registry, "HostAddOne", {1});
+  BOOST_CHECK_EQUAL(l.host->PythonCalls() - before, 5u);
+  ExecFloats(l.registry, "HostAddTwo", {1});
+  BOOST_CHECK_EQUAL(l.host->PythonCalls() - before, 6u);
+  // C++ ops make no Python calls.
+  BOOST_REQUIRE(RegisterBuiltinOps(l.registry).ok());
+  Graph g = ParseGraph(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [1], "data": [1]}],
+                           "nodes": [{"name": "n0", "op_type": "ReluCpp", "inputs": ["x"]}], "outputs": ["n0:0"]})",
+                       "relu.json", ".");
+  Engine engine(l.registry);
+  CompiledGraph cg = engine.Compile(g);
+  engine.Run(cg, 3);
+  BOOST_CHECK_EQUAL(l.host->PythonCalls() - before, 6u);
+}
+
+// ---- concurrency ----------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(concurrent_execute_from_cpp_threads) {
+  Loaded l({Case("good")});
+  Expect(l.reports, "add_one", "ok");
+  Expect(l.reports, "add_two", "ok");
+  constexpr int kThreads = 4;
+  constexpr int kCalls = 200;
+  const uint64_t before = l.host->PythonCalls();
+  std::atomic<int> wrong{0}, failed{0}, wrong_thread{0}, ready{0};
+  std::mutex first_error_mu;
+  std::string first_error;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) std::this_thread::yield();
+      for (int i = 0; i < kCalls; ++i) {
+        const bool two = (i + t) % 2 == 1;  // alternate between the two sub-interpreters
+        const float v = static_cast<float>(t * 1000 + i);
+        ExecResult r = Execute(l.registry, two ? "HostAddTwo" : "HostAddOne", {v, -v});
+        if (!r.status.ok() || !r.y) {
+          failed.fetch_add(1);
+          std::lock_guard<std::mutex> lock(first_error_mu);
+          if (first_error.empty()) first_error = r.status.Describe();
+          continue;
+        }
+        const float add = two ? 2.0f : 1.0f;
+        if (r.y->Data<float>()[0] != v + add || r.y->Data<float>()[1] != -v + add) wrong.fetch_add(1);
+      }
+      // Python runs on the calling OS thread (its own thread state there).
+      ExecResult id = Execute(l.registry, "HostThreadId", {0});
+      if (!id.status.ok() || !id.y || id.y->Data<uint64_t>()[0] != static_cast<uint64_t>(::pthread_self())) {
+        wrong_thread.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  BOOST_CHECK_MESSAGE(failed.load() == 0, failed.load() << " calls failed; first: " << first_error);
+  BOOST_CHECK_EQUAL(wrong.load(), 0);
+  BOOST_CHECK_EQUAL(wrong_thread.load(), 0);
+  BOOST_CHECK_EQUAL(l.host->PythonCalls() - before, static_cast<uint64_t>(kThreads * (kCalls + 1)));
+  // Still consistent afterwards from this thread.
+  BOOST_CHECK((ExecFloats(l.registry, "HostAddOne", {41}) == std::vector<float>{42}));
+}
