@@ -60,6 +60,25 @@ void BM_EagerDispatch(benchmark::State& state) {
 }
 BENCHMARK(BM_EagerDispatch)->Repetitions(5)->ReportAggregatesOnly(true)->DisplayAggregatesOnly(true);
 
+void BM_CompileDispatch(benchmark::State& state) {
+  Fixture& f = Get();
+  auto* comp = ge::CustomOpCast<ge::CompilableOp>(f.op);
+  const ge::TensorDesc d(ge::Shape{4}, ge::DT_FLOAT);
+  ge::RuntimeAttrs attrs({ge::AttrValue(int64_t{3})});
+  std::map<std::string, std::string> options{{"k", "v"}};
+  auto platform = std::make_shared<const ge::PlatformInfos>(ge::PlatformInfos::Host());
+  for (auto _ : state) {
+    ge::OpCompileContext ctx(f.op->GetSchema(), {d, d}, ge::InstanceLayout({1, 1}), {d}, ge::InstanceLayout({1}), attrs,
+                             options, [platform]() { return platform; });
+    ge::Status st = comp->Compile(&ctx);
+    if (!st.ok()) {
+      state.SkipWithError(st.message().c_str());
+      break;
+    }
+  }
+}
+BENCHMARK(BM_CompileDispatch)->Repetitions(3)->ReportAggregatesOnly(true)->DisplayAggregatesOnly(true);
+
 void BM_BarePythonCall(benchmark::State& state) {
   Get();
   auto rt = ge::host::PythonRuntime::Current();

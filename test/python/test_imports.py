@@ -4,9 +4,12 @@ Importing ``ge.custom_op``, registering a typical prototype and implementation
 and running the host's ``_host.snapshot()`` / ``_host.collect()`` must not import
 ``dataclasses``, ``inspect`` or what they drag in (``ast``, ``dis``,
 ``tokenize``, ``importlib.util``), nor ``re`` beyond what ``typing`` itself
-imports.  Each check runs in a fresh interpreter process (the suite's own
-process has imported all of these long ago), with the path entries the suite
-uses for ``ge`` and ``_ge_native``.
+imports.  Nor may they import ``typing`` (about 1.4 MiB per sub-interpreter)
+when the plugin itself does not: annotations such as ``list[TensorDesc]`` and
+``TensorDesc | None`` are recognised without it; ``typing`` is imported lazily
+only to evaluate string annotations.  Each check runs in a fresh interpreter
+process (the suite's own process has imported all of these long ago), with the
+path entries the suite uses for ``ge`` and ``_ge_native``.
 """
 import os
 import subprocess
@@ -133,4 +136,150 @@ def test_records_still_behave_like_frozen_dataclasses_when_asked():
                                             "default": 3}
         assert dataclasses.replace(attr, name="j") == _proto.IrAttr("j", "VT_INT", False, 3)
     """)
+    _run(code)
+
+
+# ---------------------------------------------------------------------------
+# Plugins that do not import typing do not pay for it
+# ---------------------------------------------------------------------------
+
+# A plugin annotated with builtin generics and PEP 604 unions only: registration,
+# collect (validation included) and the error paths must not import typing.
+NO_TYPING_PLUGIN = '''
+import ge.custom_op
+import ge.custom_op.proto
+import ge.graph
+import ge.runtime
+from ge.custom_op import _host, register_op, register_op_impl
+from ge.graph import DataType
+from ge.runtime import Tensor, TensorDesc
+
+before = _host.snapshot()
+
+
+@register_op(op_type="NoTypingOp", mutates_args=("x",))
+def no_typing_op(x: TensorDesc, bias: TensorDesc | None, xs: list[TensorDesc], *,
+                 alpha: float, k: int = 3, dt: DataType = DataType.DT_FLOAT,
+                 perm: list[int] = [0, 1], rows: list[list[int]] = [[1]],
+                 name: str = "n") -> tuple[TensorDesc, list[TensorDesc]]:
+    return x, xs
+
+
+@register_op_impl(op_type="NoTypingOp")
+class NoTypingImpl:
+    def execute(self, x: Tensor, bias: Tensor | None, xs: list[Tensor], *, alpha: float,
+                k: int, dt: DataType, perm: list[int], rows: list[list[int]],
+                name: str) -> None:
+        pass
+
+
+@register_op(op_type="NoTypingSingle")
+def no_typing_single(x: TensorDesc, y: None | TensorDesc = None) -> TensorDesc:
+    return x
+
+
+@register_op_impl(op_type="NoTypingSingle")
+class NoTypingSingleImpl:
+    def execute(self, x, y: None | Tensor) -> None:
+        pass
+
+
+result = _host.collect(before)
+assert [p["op_type"] for p in result["protos"]] == ["NoTypingOp", "NoTypingSingle"], result
+proto = result["protos"][0]
+assert [i["kind"] for i in proto["inputs"]] == ["required", "optional", "dynamic"], proto
+assert [o["kind"] for o in proto["outputs"]] == ["required", "dynamic"], proto
+assert [a["type"] for a in proto["attrs"]] == ["VT_FLOAT", "VT_INT", "VT_DATA_TYPE", "VT_LIST_INT",
+                                                "VT_LIST_LIST_INT", "VT_STRING"], proto
+assert proto["return_form"] == "tuple" and proto["mutates"] == [["x", 0]], proto
+assert [i["interfaces"] for i in result["impls"]] == [["eager_execute"]] * 2, result
+
+# The error paths need no typing either (same messages as with typing loaded).
+try:
+    @register_op(op_type="NoTypingBad")
+    def no_typing_bad(x: list[TensorDesc] | None) -> None:
+        pass
+except TypeError as exc:
+    assert "unsupported annotation list[" in str(exc) and "] | None on input 'x'" in str(exc), exc
+else:
+    raise AssertionError("register_op accepted list[TensorDesc] | None")
+
+before = _host.snapshot()
+
+
+@register_op(op_type="NoTypingBadImpl")
+def no_typing_bad_impl(x: TensorDesc) -> TensorDesc:
+    return x
+
+
+@register_op_impl(op_type="NoTypingBadImpl")
+class NoTypingBadImpl:
+    def execute(self, x: Tensor | None) -> None:
+        pass
+
+
+try:
+    _host.collect(before)
+except TypeError as exc:
+    assert "expected annotation Tensor, actual " in str(exc) and "Tensor | None" in str(exc), exc
+else:
+    raise AssertionError("collect accepted a mismatching execute")
+assert _host.snapshot() == before
+'''
+
+NO_TYPING_CHECK = """
+loaded = sorted(m for m in ("typing",) + HEAVY if m in sys.modules and m not in preloaded)
+assert not loaded, "a plugin without typing imported " + ", ".join(loaded)
+"""
+
+# No `import typing` here: only what the interpreter itself loaded is preloaded.
+NO_TYPING_PRELUDE = """
+import sys
+HEAVY = %r
+preloaded = set(sys.modules)
+assert "typing" not in preloaded, "the interpreter preloads typing: this check would prove nothing"
+""" % (HEAVY,)
+
+
+def test_plugin_without_typing_does_not_import_typing():
+    _run(NO_TYPING_PRELUDE + NO_TYPING_PLUGIN + NO_TYPING_CHECK)
+
+
+def test_plugin_without_typing_in_a_sub_interpreter():
+    inner = NO_TYPING_PRELUDE + NO_TYPING_PLUGIN + NO_TYPING_CHECK
+    code = textwrap.dedent("""
+        import sys
+        import _xxsubinterpreters as si
+        interp = si.create()
+        try:
+            si.run_string(interp, "import sys; sys.path[:0] = %r\\n" + %r)
+        finally:
+            si.destroy(interp)
+        print("ok")
+    """) % (_env()["PYTHONPATH"].split(os.pathsep), inner)
+    assert _run(code).strip().endswith("ok")
+
+
+def test_typing_imported_after_ge_still_works():
+    # typing.Optional / List / Tuple are recognised when the plugin imports typing
+    # after ge.custom_op (the helpers look typing up when they run).
+    code = (NO_TYPING_PRELUDE + "import ge.custom_op\n"
+            + "assert 'typing' not in sys.modules\n" + TYPICAL_PLUGIN + textwrap.dedent("""
+        proto = result["protos"][0]
+        assert [i["kind"] for i in proto["inputs"]] == ["required", "optional", "dynamic"], proto
+        assert [o["kind"] for o in proto["outputs"]] == ["required", "dynamic"], proto
+        assert [a["type"] for a in proto["attrs"]] == ["VT_FLOAT", "VT_INT", "VT_DATA_TYPE",
+                                                        "VT_LIST_INT", "VT_STRING"], proto
+    """))
+    _run(code)
+
+
+def test_string_annotations_import_typing_lazily():
+    # `from __future__ import annotations` without importing typing: ge imports it
+    # (lazily, for typing.get_type_hints) and the strings resolve as before.
+    source = "from __future__ import annotations\n" + NO_TYPING_PLUGIN
+    code = (NO_TYPING_PRELUDE
+            + "exec(compile(%r, '<future_plugin>', 'exec'), {'__name__': 'future_plugin'})\n"
+            % source
+            + "assert 'typing' in sys.modules\n")
     _run(code)

@@ -26,7 +26,6 @@ from ._validate import validate_descriptor
 
 __all__ = ["snapshot", "collect", "discard"]
 
-# tuple[frozenset[str], frozenset[str]] (builtin generics: no typing import).
 Snapshot = tuple[frozenset[str], frozenset[str]]
 
 

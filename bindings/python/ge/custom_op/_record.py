@@ -20,11 +20,46 @@ behaves like the frozen dataclass it replaces:
 * ``dataclasses.fields`` / ``asdict`` / ``replace`` / ``is_dataclass`` keep
   working: ``__dataclass_fields__`` and ``__dataclass_params__`` are computed
   (importing :mod:`dataclasses`) on first access, from an equivalent dataclass.
-"""
 
-from typing import Any, Tuple
+The record modules use ``from __future__ import annotations`` so that they need
+not import :mod:`typing` either; their field annotations are therefore text
+(``"Tuple[IrInput, ...]"``).  The dataclass twin evaluates them (importing
+``typing`` at that moment) so ``dataclasses.fields()`` reports the same types
+as the frozen dataclasses did (``typing.Any``, ``typing.Tuple[IrInput, ...]``).
+"""
+from __future__ import annotations  # annotations are text: no typing import
+
+import sys
 
 __all__ = ["FrozenRecord"]
+
+
+def _field_types(owner: type) -> dict:
+    """The record class's own field annotations as objects (they are text here).
+
+    Evaluated as the class body would have evaluated them without
+    ``from __future__ import annotations``: the class namespace, then the
+    module's globals, then the names the record modules used to import from
+    :mod:`typing`.  Text that does not evaluate is kept as it is (dataclasses
+    accept it).
+    """
+    import typing  # lazily: only the dataclasses API path gets here
+
+    annotations = owner.__dict__.get("__annotations__", {})
+    module = sys.modules.get(owner.__module__)
+    namespace = dict(vars(typing))
+    if module is not None:
+        namespace.update(vars(module))
+    local = dict(vars(owner))
+    types_ = {}
+    for name, annotation in annotations.items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, namespace, local)  # noqa: S307 (our own text)
+            except Exception:  # pragma: no cover - the records' annotations all evaluate
+                pass
+        types_[name] = annotation
+    return types_
 
 
 def _frozen_error(message: str) -> AttributeError:
@@ -44,15 +79,16 @@ class _LazyDataclassAttr:
         if fields is None:  # the base class itself is not a record
             raise AttributeError(self._name)
         import dataclasses  # lazily: only code that uses the dataclasses API gets here
+        import typing
 
-        annotations = owner.__dict__.get("__annotations__", {})
+        annotations = _field_types(owner)
         spec = []
         for name in fields:
             if name in owner.__dict__:
-                spec.append((name, annotations.get(name, Any),
+                spec.append((name, annotations.get(name, typing.Any),
                              dataclasses.field(default=owner.__dict__[name])))
             else:
-                spec.append((name, annotations.get(name, Any)))
+                spec.append((name, annotations.get(name, typing.Any)))
         twin = dataclasses.make_dataclass(owner.__name__, spec, frozen=True)
         for attr in ("__dataclass_fields__", "__dataclass_params__"):
             setattr(owner, attr, twin.__dict__[attr])  # cache on the record class
