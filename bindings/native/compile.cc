@@ -57,6 +57,7 @@ std::string GetOption(const CompileCtxView& v, bp::object key) {
 }
 
 std::string PlatformResource(const PlatformView& v, bp::object group, bp::object key) {
+  CheckAlive(*v.lease);  // an expired view raises "expired" whatever the arguments
   const std::string g = StrArg(group, "group");
   const std::string k = StrArg(key, "key");
   auto p = v.Get();
@@ -66,6 +67,7 @@ std::string PlatformResource(const PlatformView& v, bp::object group, bp::object
 }
 
 bp::dict PlatformGroup(const PlatformView& v, bp::object group) {
+  CheckAlive(*v.lease);
   const std::string g = StrArg(group, "group");
   auto p = v.Get();
   auto values = p->GetGroup(g);
@@ -86,6 +88,7 @@ int64_t CoreNumOf(const PlatformInfos& p, const std::string& type) {
 }
 
 int64_t CoreNum(const PlatformView& v, bp::object core_type) {
+  CheckAlive(*v.lease);
   std::string type;
   if (core_type.is_none()) {
     CheckAlive(*v.lease);

@@ -239,6 +239,7 @@ PyThreadState* Interpreter::ThreadState() {
 
 bool Interpreter::End(double thread_timeout_s) {
   if (is_main_ || ended_) return true;
+  if (kept_) return false;
   if (InterpreterGuard::Active()) {
     throw std::logic_error("Interpreter::End('" + name_ + "') called while this thread is inside an interpreter");
   }
@@ -273,6 +274,7 @@ bool Interpreter::End(double thread_timeout_s) {
     if (!ours.count(ts)) ++foreign;
   }
   if (foreign > 0) {
+    kept_ = true;
     PyEval_SaveThread();
     if (runtime_) runtime_->MarkUnclean();
     log->warn("plugin '{}' left {} thread(s) running{}{}; its sub-interpreter is kept until the process exits", name_,

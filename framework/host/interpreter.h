@@ -104,6 +104,7 @@ class Interpreter {
   std::mutex mu_;                           // leaf lock: guards threads_
   std::map<std::thread::id, PyThreadState*> threads_;
   bool ended_ = false;
+  bool kept_ = false;  // End() found plugin threads still running: kept until exit, never retried
 };
 
 // RAII: makes `interp` current on this thread (acquiring the GIL, or swapping

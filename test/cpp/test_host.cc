@@ -432,7 +432,9 @@ BOOST_AUTO_TEST_CASE(op_type_conflict_first_in_path_order_wins) {
     Expect(l.reports, "a_first", "ok");
     const PluginReport& r = ExpectLoadFailure(l, "b_second", b, {a, "HostConflict"}, "conflict");
     (void)r;
-    BOOST_CHECK_EQUAL(l.registry.Find("HostConflict")->source, a);
+    auto winner = l.registry.Find("HostConflict");
+    BOOST_REQUIRE(winner);
+    BOOST_CHECK_EQUAL(winner->source, a);
     BOOST_CHECK((ExecFloats(l.registry, "HostConflict", {0}) == std::vector<float>{1}));
     CheckGoodStillLoads(l);
   }

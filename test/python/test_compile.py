@@ -15,7 +15,7 @@ import ge.custom_op
 from ge.custom_op import (CompilePlatformInfo, OpCompileContext, get_compile_ctx, get_compile_platform_info,
                           get_execute_ctx, register_op, register_op_impl)
 from ge.graph import DataType, Format
-from ge.runtime import ExpandDimsType, Shape, StorageFormat, StorageShape, Tensor, TensorDesc
+from ge.runtime import ExpandDimsType, Tensor, TensorDesc
 from ge.testing import host_tensor, run_compile, run_execute
 
 EXPIRED = "Borrowed native object has expired"
@@ -199,6 +199,11 @@ def test_stale_context_and_platform_getters_all_fail_after_compile():
     expired(lambda: st["plat"].get_core_num("AiCore"))
     expired(lambda: st["plat"].get_soc_version())
     expired(lambda: st["plat"].get_ai_core_num())
+    # an expired object says so whatever the arguments (no argument error instead)
+    expired(lambda: st["ctx"].get_option(1))
+    expired(lambda: st["plat"].get_platform_resource(1, ""))
+    expired(lambda: st["plat"].get_platform_resource_group(""))
+    expired(lambda: st["plat"].get_core_num(5))
 
 
 def test_platform_object_is_separate_from_the_context():
@@ -343,8 +348,7 @@ def test_all_attribute_kinds_from_python_are_bound_as_keywords():
         def compile(self, x: Tensor, y: Tensor, *, i: int, f: float, b: bool, s: str, dt: DataType,
                     li: List[int], lf: List[float], lb: List[bool], ls: List[str], ldt: List[DataType],
                     lli: List[List[int]], d_i: int, d_ls: List[str]) -> None:
-            seen.update(locals())
-            del seen["self"], seen["x"], seen["y"]
+            seen.update({k: v for k, v in locals().items() if k not in ("self", "x", "y", "seen")})
 
     run_compile("AttrsC", [desc([1])], attrs=ALL_ATTRS)
     expected = dict(ALL_ATTRS, f=struct.unpack("f", struct.pack("f", 0.1))[0], d_i=5, d_ls=["z"])
@@ -427,8 +431,9 @@ def test_legacy_compile_with_a_ctx_parameter_fails():
     assert ran == []
 
 
-def test_compile_is_validated_again_on_every_call():
-    """A class whose compile changes after a first good compile fails the next one."""
+def test_compile_changed_after_a_good_compile_fails_validation_at_the_next_call():
+    """A class whose compile changes after a first good compile fails the next one
+    (the host's own per-call check: test/cpp/test_compile.cc, plugins/testing/compile/swap)."""
     ran = []
 
     @register_op(op_type="Reval")
@@ -505,7 +510,7 @@ def test_an_exception_inside_compile_propagates_and_still_expires_everything():
 def test_strings_ints_lists_and_dicts_are_copies_that_outlive_the_callback():
     st = {}
     _define_stash(st)
-    run_compile("StashC", [desc([2]), [desc([3])]], options={"k": "v"})
+    obj = run_compile("StashC", [desc([2]), [desc([3])]], options={"k": "v"})
     assert st["option"] == "v" and type(st["option"]) is str
     assert st["soc"] == "host" and st["resource"] == "host"
     assert type(st["cores"]) is int and st["cores"] >= 1
@@ -517,8 +522,7 @@ def test_strings_ints_lists_and_dicts_are_copies_that_outlive_the_callback():
     def again(self, x: Tensor, xs: List[Tensor], y: Tensor, *, li: List[int]) -> None:
         seen["group"] = get_compile_platform_info().get_platform_resource_group("SoCInfo")
 
-    ge.custom_op.get_registered_op_impl_by_descriptor_key(
-        next(d.descriptor_key for d in ge.custom_op.get_registered_op_impls() if d.op_type == "StashC")).cls.compile = again
+    type(obj).compile = again
     run_compile("StashC", [desc([2]), [desc([3])]], options={"k": "v"})
     assert seen["group"]["ai_core_cnt"] == str(st["cores"])
 
