@@ -169,7 +169,7 @@ void RegisterCompileViews() {
                "get_option(key) -> str (a copy). TypeError for a non-str key, ValueError for an empty one, "
                "KeyError when the option is not set.")
           .def("_is_active", &CompileActive);
-  reinterpret_cast<PyTypeObject*>(ctx_cls.ptr())->tp_flags |= Py_TPFLAGS_IMMUTABLETYPE;
+  FreezeClass(ctx_cls);
 
   bp::object plat_cls =
       bp::class_<PlatformView>("CompilePlatformInfo",
@@ -189,7 +189,7 @@ void RegisterCompileViews() {
           .def("get_ai_core_num", &AiCoreNum,
                "get_ai_core_num() -> int: AI cores, limited by the compile option ge.aicoreNum when set.")
           .def("_is_active", &PlatformActive);
-  reinterpret_cast<PyTypeObject*>(plat_cls.ptr())->tp_flags |= Py_TPFLAGS_IMMUTABLETYPE;
+  FreezeClass(plat_cls);
 }
 
 Status InvokeCompile(PyObject* method, PyObject* revalidate, PyObject* ctx_var, PyObject* platform_var,

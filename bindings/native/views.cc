@@ -312,48 +312,56 @@ PyTypeObject g_tensor_buffer_type = [] {
   return t;
 }();
 
+// A memoryview over `buf` (C-contiguous `shape` of `itemsize`-byte `fmt`
+// elements) through a TensorBufferObject that keeps `keep` alive: views derived
+// from it (casts, slices) can never reach freed memory. The memoryview itself
+// is registered with `lease` and released when the callback ends.
+bp::object MakeBufferView(void* buf, std::size_t len, bool readonly, char fmt, Py_ssize_t itemsize,
+                          const std::vector<Py_ssize_t>& shape, std::shared_ptr<void> keep, const LeasePtr& lease) {
+  auto* o = PyObject_New(TensorBufferObject, &g_tensor_buffer_type);
+  if (o == nullptr) bp::throw_error_already_set();
+  o->keep = new std::shared_ptr<void>(std::move(keep));
+  o->buf = buf;
+  o->len = static_cast<Py_ssize_t>(len);
+  o->readonly = readonly ? 1 : 0;
+  o->format[0] = fmt;
+  o->format[1] = '\0';
+  o->itemsize = itemsize;
+  o->ndim = static_cast<int>(shape.size());
+  Py_ssize_t stride = itemsize;
+  for (int i = o->ndim - 1; i >= 0; --i) {
+    o->shape[i] = shape[static_cast<std::size_t>(i)];
+    o->strides[i] = stride;
+    stride *= o->shape[i];
+  }
+  if (stride != o->len) {
+    Py_DECREF(o);
+    RaiseRuntimeError("buffer of " + std::to_string(len) + " bytes does not match its shape");
+  }
+  PyObject* mv = PyMemoryView_FromObject(reinterpret_cast<PyObject*>(o));
+  Py_DECREF(o);
+  if (mv == nullptr) bp::throw_error_already_set();
+  if (lease != Lease::Owned()) lease->AdoptMemoryView(mv);
+  return bp::object(bp::handle<>(mv));
+}
+
 bp::object TensorData(const TensorView& v) {
   ge::Tensor& t = v.Get();
   if (!t.HasData()) {
     RaiseRuntimeError("tensor has no host data (compile-time tensors carry metadata only)");
   }
-  const ge::Shape& shape = t.GetStorageShape();
-  auto* o = PyObject_New(TensorBufferObject, &g_tensor_buffer_type);
-  if (o == nullptr) bp::throw_error_already_set();
-  o->keep = new std::shared_ptr<void>(v.keep);
-  o->buf = t.GetAddr();
-  o->len = static_cast<Py_ssize_t>(t.GetSize());
-  o->readonly = (t.IsReadOnly() || v.read_only || v.lease->read_only()) ? 1 : 0;
+  const ge::Shape& s = t.GetStorageShape();
   std::optional<char> fmt = ge::DataTypeStructFormat(t.GetDataType());
   const std::size_t elem = ge::DataTypeSize(t.GetDataType());
-  o->format[0] = fmt ? *fmt : 'B';
-  o->format[1] = '\0';
-  o->itemsize = fmt ? static_cast<Py_ssize_t>(elem) : 1;
-  o->ndim = static_cast<int>(shape.GetDimNum());
-  for (int i = 0; i < o->ndim; ++i) o->shape[i] = static_cast<Py_ssize_t>(shape.GetDim(static_cast<std::size_t>(i)));
+  std::vector<Py_ssize_t> shape;
+  for (std::size_t i = 0; i < s.GetDimNum(); ++i) shape.push_back(static_cast<Py_ssize_t>(s.GetDim(i)));
   if (!fmt && elem > 1) {  // plain bytes: the last dim counts bytes
-    if (o->ndim == 0) {
-      o->ndim = 1;
-      o->shape[0] = static_cast<Py_ssize_t>(elem);
-    } else {
-      o->shape[o->ndim - 1] *= static_cast<Py_ssize_t>(elem);
-    }
+    if (shape.empty()) shape.push_back(static_cast<Py_ssize_t>(elem));
+    else shape.back() *= static_cast<Py_ssize_t>(elem);
   }
-  Py_ssize_t stride = o->itemsize;
-  for (int i = o->ndim - 1; i >= 0; --i) {
-    o->strides[i] = stride;
-    stride *= o->shape[i];
-  }
-  if (stride != o->len && o->len != 0) {
-    Py_DECREF(o);
-    RaiseRuntimeError("tensor buffer of " + std::to_string(t.GetSize()) + " bytes does not match its shape " +
-                      shape.ToString());
-  }
-  PyObject* mv = PyMemoryView_FromObject(reinterpret_cast<PyObject*>(o));
-  Py_DECREF(o);
-  if (mv == nullptr) bp::throw_error_already_set();
-  if (v.lease != Lease::Owned()) v.lease->AdoptMemoryView(mv);
-  return bp::object(bp::handle<>(mv));
+  const bool ro = t.IsReadOnly() || v.read_only || v.lease->read_only();
+  return MakeBufferView(t.GetAddr(), t.GetSize(), ro, fmt ? *fmt : 'B', fmt ? static_cast<Py_ssize_t>(elem) : 1, shape,
+                        v.keep, v.lease);
 }
 
 bp::dict TensorArrayInterface(const TensorView& v) {
@@ -440,6 +448,10 @@ bp::object CtxMallocOutput(const ExecCtxView& v, bp::object index, bp::object sh
     RaiseValueError(e.what());
   } catch (const std::logic_error& e) {
     RaiseRuntimeError(e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_SetString(PyExc_MemoryError, ("cannot allocate output " + std::to_string(i) + " of shape " +
+                                        ss.GetStorageShape().ToString()).c_str());
+    bp::throw_error_already_set();
   }
   return MakeTensor(t, t->Owner(), v.lease);
 }
@@ -461,11 +473,14 @@ bp::object CtxMallocWorkspace(const ExecCtxView& v, bp::object size) {
   auto& ctx = v.Get();
   int64_t n = IntArg(size, "workspace size");
   if (n <= 0) RaiseValueError("workspace size must be positive, got " + std::to_string(n));
-  void* p = ctx.MallocWorkspace(static_cast<std::size_t>(n));
-  PyObject* mv = PyMemoryView_FromMemory(static_cast<char*>(p), static_cast<Py_ssize_t>(n), PyBUF_WRITE);
-  if (mv == nullptr) bp::throw_error_already_set();
-  v.lease->AdoptMemoryView(mv);
-  return bp::object(bp::handle<>(mv));
+  std::shared_ptr<void> buf;
+  try {
+    buf = ctx.MallocWorkspaceBuffer(static_cast<std::size_t>(n));
+  } catch (const std::bad_alloc&) {
+    PyErr_SetString(PyExc_MemoryError, ("cannot allocate a workspace of " + std::to_string(n) + " bytes").c_str());
+    bp::throw_error_already_set();
+  }
+  return MakeBufferView(buf.get(), static_cast<std::size_t>(n), false, 'B', 1, {static_cast<Py_ssize_t>(n)}, buf, v.lease);
 }
 uintptr_t CtxStream(const ExecCtxView& v) { return reinterpret_cast<uintptr_t>(v.Get().GetStream()); }
 std::size_t CtxInputNum(const ExecCtxView& v) { return v.Get().GetInputNum(); }
@@ -490,12 +505,95 @@ void Emit(const std::string& plugin, bool is_stderr, const std::string& line) {
   }
 }
 
-void MakeImmutable(bp::object cls) {
+// Properties of the shared classes are replaced by FrozenProperty objects:
+// a `property` can be re-initialized from Python (property.__init__ again),
+// which would let one plugin change every other plugin's tensors.
+struct FrozenPropertyObject {
+  PyObject_HEAD
+  PyObject* fget;
+  PyObject* fset;
+  PyObject* doc;
+};
+
+PyObject* FrozenGet(PyObject* self, PyObject* obj, PyObject*) {
+  auto* p = reinterpret_cast<FrozenPropertyObject*>(self);
+  if (obj == nullptr || obj == Py_None) return Py_NewRef(self);
+  return PyObject_CallOneArg(p->fget, obj);
+}
+
+int FrozenSet(PyObject* self, PyObject* obj, PyObject* value) {
+  auto* p = reinterpret_cast<FrozenPropertyObject*>(self);
+  if (value == nullptr || p->fset == nullptr || p->fset == Py_None) {
+    PyErr_SetString(PyExc_AttributeError, value == nullptr ? "can't delete attribute" : "can't set attribute");
+    return -1;
+  }
+  PyObject* r = PyObject_CallFunctionObjArgs(p->fset, obj, value, nullptr);
+  if (r == nullptr) return -1;
+  Py_DECREF(r);
+  return 0;
+}
+
+void FrozenDealloc(PyObject* self) {
+  auto* p = reinterpret_cast<FrozenPropertyObject*>(self);
+  Py_XDECREF(p->fget);
+  Py_XDECREF(p->fset);
+  Py_XDECREF(p->doc);
+  Py_TYPE(self)->tp_free(self);
+}
+
+PyObject* FrozenDoc(PyObject* self, void*) {
+  PyObject* d = reinterpret_cast<FrozenPropertyObject*>(self)->doc;
+  return Py_NewRef(d ? d : Py_None);
+}
+
+PyGetSetDef g_frozen_getset[] = {{"__doc__", FrozenDoc, nullptr, nullptr, nullptr}, {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+PyTypeObject g_frozen_property_type = [] {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "_ge_native.frozen_property";
+  t.tp_basicsize = sizeof(FrozenPropertyObject);
+  t.tp_dealloc = FrozenDealloc;
+  t.tp_descr_get = FrozenGet;
+  t.tp_descr_set = FrozenSet;
+  t.tp_getset = g_frozen_getset;
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION;
+  t.tp_doc = "A read-only replacement of property for the classes shared by all interpreters.";
+  return t;
+}();
+
+}  // namespace
+
+void FreezeClass(bp::object cls) {
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  if (PyType_Ready(&g_frozen_property_type) < 0) bp::throw_error_already_set();
+  PyObject* dict = type->tp_dict;
+  PyObject *key, *value;
+  Py_ssize_t pos = 0;
+  std::vector<std::pair<PyObject*, PyObject*>> replace;
+  while (PyDict_Next(dict, &pos, &key, &value)) {
+    if (!PyObject_TypeCheck(value, &PyProperty_Type)) continue;
+    auto* fp = PyObject_New(FrozenPropertyObject, &g_frozen_property_type);
+    if (fp == nullptr) bp::throw_error_already_set();
+    fp->fget = PyObject_GetAttrString(value, "fget");
+    fp->fset = PyObject_GetAttrString(value, "fset");
+    fp->doc = PyObject_GetAttrString(value, "__doc__");
+    PyErr_Clear();
+    replace.emplace_back(key, reinterpret_cast<PyObject*>(fp));
+  }
+  for (auto& [k, fp] : replace) {
+    PyDict_SetItem(dict, k, fp);
+    Py_DECREF(fp);
+  }
   // Boost.Python classes are one object shared by every interpreter (the module
   // is single-phase); forbid plugins from changing them (DESIGN.md).
-  reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_flags |= Py_TPFLAGS_IMMUTABLETYPE;
-  PyType_Modified(reinterpret_cast<PyTypeObject*>(cls.ptr()));
+  type->tp_flags |= Py_TPFLAGS_IMMUTABLETYPE;
+  PyType_Modified(type);
 }
+
+namespace {
+
+void MakeImmutable(bp::object cls) { FreezeClass(cls); }
+
 
 }  // namespace
 
@@ -686,7 +784,18 @@ void RegisterViews() {
   MakeImmutable(ctx_cls);
 
   bp::def("_log_line", +[](const std::string& plugin, bool is_stderr, bp::object text) {
-    Emit(plugin, is_stderr, SafeStr(text.ptr()));
+    // Control characters (NUL, terminal escapes) are escaped before they reach the log.
+    std::string raw = SafeStr(text.ptr()), clean;
+    for (unsigned char ch : raw) {
+      if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
+        char hex[5];
+        std::snprintf(hex, sizeof(hex), "\\x%02x", ch);
+        clean += hex;
+      } else {
+        clean.push_back(static_cast<char>(ch));
+      }
+    }
+    Emit(plugin, is_stderr, clean);
   }, "Writes one line of a plugin's captured output to the host log (internal).");
 }
 

@@ -74,4 +74,8 @@ ge::Shape ShapeFromPython(bp::object obj, const std::string& what);
 using LogSink = std::function<void(const std::string& plugin, bool is_stderr, const std::string& line)>;
 void SetLogSink(LogSink sink);
 
+// Makes a native class safe to share between interpreters: its properties
+// become read-only descriptors and the type is marked immutable.
+void FreezeClass(bp::object cls);
+
 }  // namespace ge::py

@@ -339,7 +339,19 @@ struct PluginHost::Impl {
     r.details = e.traceback;
   }
 
-  PluginReport Load(Meta m) {
+  // A plugin that imported and validated, waiting to register its ops. Ops are
+  // registered in path order after a whole batch is loaded (main-interpreter
+  // plugins load first, but the first in path order must win a conflict).
+  struct Pending {
+    std::string name;
+    std::string path;
+    bool sub = true;
+    std::vector<std::shared_ptr<PythonOpAdapter>> made;
+    std::vector<std::pair<std::string, std::string>> keys;  // (op_type, descriptor key)
+    std::vector<std::pair<std::string, std::string>> caps;
+  };
+
+  PluginReport Load(Meta m, Pending& pending) {
     PluginReport r = m.report;
     const DiscoveredPlugin& d = m.plugin;
     if (!m.ok) return r;
@@ -487,15 +499,44 @@ struct PluginHost::Impl {
         }
       }
     }
-    // Register outside the interpreter (the registry lock is not a leaf lock).
+    pending.name = d.name;
+    pending.path = d.path;
+    pending.sub = sub;
+    pending.made = std::move(made);
+    pending.keys = std::move(keys);
+    pending.caps = std::move(caps);
+    r.status = "ok";
+    return r;
+  }
+
+  // Removes a main-interpreter plugin's modules and registrations from the
+  // main interpreter (which outlives the host).
+  void ForgetMain(const std::string& name, const std::vector<std::pair<std::string, std::string>>& keys) {
+    InterpreterGuard guard(*runtime->Main());
+    try {
+      bp::object impl_mod = Import("ge.custom_op._impl");
+      bp::object proto_mod = Import("ge.custom_op._proto");
+      for (const auto& [op_type, key] : keys) {
+        impl_mod.attr("_unregister_op_impl")(key);
+        proto_mod.attr("_unregister_op_proto")(op_type);
+      }
+      Import("ge._loader").attr("forget_plugin")(name);
+    } catch (const bp::error_already_set&) {
+      log->warn("cannot forget main-interpreter plugin '{}': {}", name, py::FetchPythonError(name, "", "unload").message);
+    }
+  }
+
+  // Registers a loaded plugin's ops, all or nothing (outside any interpreter:
+  // the registry lock is taken here). On a conflict the plugin is dropped.
+  void Commit(Pending& p, PluginReport& r) {
     std::vector<std::string> done;
-    for (const auto& a : made) {
+    for (const auto& a : p.made) {
       OpRegistration reg;
       reg.op_type = a->GetSchema().op_type;
       reg.schema = std::shared_ptr<const OpSchema>(a, &a->GetSchema());
       reg.capabilities = a->GetCapabilities();
-      reg.source = d.path;
-      reg.plugin = d.name;
+      reg.source = p.path;
+      reg.plugin = p.name;
       std::weak_ptr<PythonOpAdapter> weak = a;
       reg.creator = [weak]() -> std::shared_ptr<BaseCustomOp> { return weak.lock(); };
       Status st = registry.Register(std::move(reg));
@@ -504,25 +545,28 @@ struct PluginHost::Impl {
         r.status = "conflict";
         r.error = st.message();
         r.op_types.clear();
-        return Abandon(r, plugin, made);
+        p.made.clear();  // releases the adapters (each in its interpreter) and then the sub-interpreter
+        if (!p.sub) ForgetMain(p.name, p.keys);
+        log->info("plugin '{}' ({}) not loaded: {}", r.name, r.path, r.error);
+        return;
       }
       done.push_back(a->GetSchema().op_type);
     }
     r.status = "ok";
     r.op_types = done;
-    r.capabilities = caps;
-    sources.push_back(d.path);
-    if (!sub) main_loaded.emplace_back(d.name, keys);
-    adapters.insert(adapters.end(), made.begin(), made.end());
-    log->info("plugin '{}' loaded from {} ({}): {} op(s)", d.name, d.path, r.isolation, done.size());
-    return r;
+    r.capabilities = p.caps;
+    sources.push_back(p.path);
+    if (!p.sub) main_loaded.emplace_back(p.name, p.keys);
+    adapters.insert(adapters.end(), p.made.begin(), p.made.end());
+    p.made.clear();
+    log->info("plugin '{}' loaded from {} ({}): {} op(s)", r.name, r.path, r.isolation, done.size());
   }
 
   // A failed load: what it created is dropped when Load returns, in order:
   // Python locals and the guard, then the adapters (each releasing its objects
   // in the interpreter), then the plugin (ending its sub-interpreter).
   PluginReport Abandon(PluginReport& r, std::shared_ptr<LoadedPlugin>&, std::vector<std::shared_ptr<PythonOpAdapter>>&) {
-    log->warn("plugin '{}' ({}) not loaded: {}", r.name, r.path, r.error);
+    log->info("plugin '{}' ({}) not loaded: {}", r.name, r.path, r.error);
     return r;
   }
 
@@ -530,22 +574,7 @@ struct PluginHost::Impl {
     for (const auto& src : sources) registry.UnregisterSource(src);
     sources.clear();
     adapters.clear();  // each adapter releases its Python objects in its interpreter; the last ends it
-    if (main_loaded.empty()) return;
-    InterpreterGuard guard(*runtime->Main());
-    for (const auto& [name, ops] : main_loaded) {
-      try {
-        bp::object impl_mod = Import("ge.custom_op._impl");
-        bp::object proto_mod = Import("ge.custom_op._proto");
-        for (const auto& [op_type, key] : ops) {
-          impl_mod.attr("_unregister_op_impl")(key);
-          proto_mod.attr("_unregister_op_proto")(op_type);
-        }
-        Import("ge._loader").attr("forget_plugin")(name);
-      } catch (const bp::error_already_set&) {
-        log->warn("cannot forget main-interpreter plugin '{}': {}", name,
-                  py::FetchPythonError(name, "", "unload").message);
-      }
-    }
+    for (const auto& [name, keys] : main_loaded) ForgetMain(name, keys);
     main_loaded.clear();
   }
 };
@@ -566,18 +595,30 @@ const std::vector<PluginReport>& PluginHost::LoadAll() {
     impl_->log->warn("{}", p.error);
     impl_->reports.push_back(p);
   }
-  std::vector<Impl::Meta> main_group, sub_group;
+  std::vector<Impl::Meta> metas;
   for (const auto& d : found) {
     if (impl_->loaded_paths.count(d.path)) continue;  // loading again is idempotent
     impl_->loaded_paths.insert(d.path);
-    Impl::Meta m = impl_->ReadMeta(d);
-    (m.ok && m.report.isolation == "main" ? main_group : sub_group).push_back(std::move(m));
+    metas.push_back(impl_->ReadMeta(d));
   }
-  // Main-interpreter plugins first: an extension module (numpy) must be loaded
-  // by the main interpreter before any sub-interpreter exists (DESIGN.md).
-  std::vector<std::pair<std::size_t, PluginReport>> results;
-  for (auto& m : main_group) impl_->reports.push_back(impl_->Load(std::move(m)));
-  for (auto& m : sub_group) impl_->reports.push_back(impl_->Load(std::move(m)));
+  // Main-interpreter plugins load first: an extension module (numpy) must be
+  // loaded by the main interpreter before any sub-interpreter exists
+  // (DESIGN.md). Ops are then registered in path order, so the first plugin in
+  // path order wins a conflict whatever its isolation.
+  std::vector<PluginReport> results(metas.size());
+  std::vector<Impl::Pending> pending(metas.size());
+  std::vector<bool> is_main(metas.size());
+  for (std::size_t i = 0; i < metas.size(); ++i) is_main[i] = metas[i].ok && metas[i].report.isolation == "main";
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t i = 0; i < metas.size(); ++i) {
+      if (is_main[i] != (pass == 0)) continue;
+      results[i] = impl_->Load(std::move(metas[i]), pending[i]);
+    }
+  }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (results[i].status == "ok") impl_->Commit(pending[i], results[i]);
+    impl_->reports.push_back(results[i]);
+  }
   return impl_->reports;
 }
 
@@ -609,7 +650,9 @@ PluginReport PluginHost::LoadPlugin(const std::string& path) {
     }
   }
   impl_->loaded_paths.insert(found[0].path);
-  PluginReport r = impl_->Load(impl_->ReadMeta(found[0]));
+  Impl::Pending pending;
+  PluginReport r = impl_->Load(impl_->ReadMeta(found[0]), pending);
+  if (r.status == "ok") impl_->Commit(pending, r);
   impl_->reports.push_back(r);
   return r;
 }

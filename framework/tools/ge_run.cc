@@ -3,6 +3,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "ge/engine/npy.h"
 #include "ge/host/plugin_host.h"
 #include "ge/log.h"
+#include "ge/platform/platform_info.h"
 
 namespace po = boost::program_options;
 namespace stdfs = std::filesystem;
@@ -45,9 +47,15 @@ std::map<std::string, std::string> WriteOutputs(const Graph& g, const RunResult&
       WriteNpy(tmp, res.outputs.at(r.text));
       files[r.text] = final_path.string();
     }
+    std::size_t renamed = 0;
     for (const auto& [tmp, fin] : staged) {
       stdfs::rename(tmp, fin, ec);
-      if (ec) throw NpyError("cannot rename " + tmp.string() + " to " + fin.string() + ": " + ec.message());
+      if (ec) {
+        // Roll back: the outputs of this run already in place are removed too.
+        for (std::size_t i = 0; i < renamed; ++i) stdfs::remove(staged[i].second, ec);
+        throw NpyError("cannot rename " + tmp.string() + " to " + fin.string() + ": " + ec.message());
+      }
+      ++renamed;
     }
   } catch (...) {
     for (const auto& [tmp, fin] : staged) stdfs::remove(tmp, ec);
@@ -87,7 +95,12 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
   pos.add("graph", 1);
   try {
     po::variables_map vm;
-    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::store(po::command_line_parser(argc, argv)
+                  .options(all)
+                  .positional(pos)
+                  .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+                  .run(),
+              vm);
     po::notify(vm);
     if (vm.count("help")) {
       out << kUsage << "\n\n" << desc;
@@ -112,6 +125,24 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       err << "ge-run: --soc must not be empty\n" << kUsage << "\n";
       return 2;
     }
+    if (soc != "host") {
+      // Checked up front so that a typo is a usage error even when no compile
+      // reads the platform (a broken ini still fails that compile, API.md).
+      const std::string dir = DefaultPlatformDir();
+      std::error_code ec;
+      if (soc.find('/') != std::string::npos || !stdfs::is_regular_file(stdfs::path(dir) / (soc + ".ini"), ec)) {
+        std::vector<std::string> names{"host"};
+        for (stdfs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+          if (it->path().extension() == ".ini") names.push_back(it->path().stem().string());
+        }
+        std::sort(names.begin() + 1, names.end());
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        err << "ge-run: unknown --soc '" << soc << "': no " << soc << ".ini in " << dir << " (available: " << list
+            << ")\n";
+        return 2;
+      }
+    }
     if (!log_level.empty()) {
       auto lvl = ParseLogLevel(log_level);
       if (!lvl) {
@@ -127,6 +158,17 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
 
   try {
     Graph graph = LoadGraph(graph_path);
+    {
+      std::map<std::string, std::string> files;  // file name -> output reference
+      for (const auto& r : graph.outputs) {
+        auto [it, fresh] = files.emplace(OutputFileName(r), r.text);
+        if (!fresh) {
+          err << "ge-run: error: " << graph.file << ": outputs '" << it->second << "' and '" << r.text
+              << "' would both be written to " << it->first << "\n";
+          return 1;
+        }
+      }
+    }
     OpRegistry registry;
     Status st = RegisterBuiltinOps(registry);
     if (!st.ok()) throw std::runtime_error(st.message());
@@ -142,7 +184,7 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       if (r.status != "ok") {
         err << "ge-run: warning: plugin " << (r.name.empty() ? r.path : r.name) << " not loaded (" << r.status
             << "): " << r.error << "\n";
-        failed += (failed.empty() ? "" : "; ") + r.name + ": " + r.error;
+        failed += (failed.empty() ? "" : ", ") + (r.name.empty() ? r.path : r.name);
       }
     }
     nlohmann::json summary;
@@ -159,8 +201,12 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       } catch (const EngineError& e) {
         err << "ge-run: error: " << e.what() << "\n";
         if (!e.details().empty() && e.details() != e.what()) err << e.details() << "\n";
-        if (!failed.empty() && std::string(e.what()).find("unknown op_type") != std::string::npos) {
-          err << "ge-run: note: plugins that failed to load: " << failed << "\n";
+        if (std::string(e.what()).find("unknown op_type") != std::string::npos) {
+          if (!failed.empty()) {
+            err << "ge-run: note: plugin(s) that failed to load (see the warnings above): " << failed << "\n";
+          } else if (reports.empty()) {
+            err << "ge-run: note: no plugin was found: give --opp-path or set ASCEND_CUSTOM_OPP_PATH\n";
+          }
         }
         return 1;
       }

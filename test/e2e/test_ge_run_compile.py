@@ -179,24 +179,40 @@ def test_plugin_with_a_legacy_compile_signature_is_not_loaded(ge_run, write_grap
     assert res.outputs() == []
 
 
-def test_unknown_soc_fails_when_a_compile_reads_the_platform(ge_run, write_graph, cmp_opp, probe_log, source_dir):
+def test_unknown_soc_is_a_usage_error_listing_the_available_platforms(ge_run, write_graph, cmp_opp, probe_log):
     res = ge_run(probe_graph(write_graph), "--soc", "NoSuchSoc", opp_path=(cmp_opp["probe"],))
-    assert_failed_cleanly(res, "'p'", "CmpProbe", PLATFORM_FAILED, "NoSuchSoc.ini")
-    error_line = next(line for line in res.stderr.splitlines() if "error:" in line)
-    assert "share/platform/NoSuchSoc.ini" in error_line, error_line
+    assert res.returncode == 2, res.stderr
+    assert "unknown --soc 'NoSuchSoc'" in res.stderr and "NoSuchSoc.ini" in res.stderr
+    for name in ("host", "Ascend910B1", "Ascend310P3"):
+        assert name in res.stderr
+    assert res.outputs() == []
+    assert probe_log.events("compile") == []
+
+
+def _broken_platform_dir(tmp_path):
+    d = tmp_path / "platform"
+    d.mkdir()
+    (d / "Broken.ini").write_text("[version]\nSoC_version = Broken\n[SoCInfo\nai_core_cnt=4\n")
+    return d
+
+
+def test_broken_platform_fails_the_compile_that_reads_it(ge_run, write_graph, cmp_opp, probe_log, tmp_path,
+                                                         monkeypatch):
+    monkeypatch.setenv("GE_PLATFORM_DIR", str(_broken_platform_dir(tmp_path)))
+    res = ge_run(probe_graph(write_graph), "--soc", "Broken", opp_path=(cmp_opp["probe"],))
+    assert_failed_cleanly(res, "'p'", "CmpProbe", PLATFORM_FAILED, "Broken.ini")
     assert probe_log.events("execute") == []
 
 
-def test_unknown_soc_is_harmless_when_no_compile_reads_the_platform(ge_run, write_graph, cmp_opp, probe_log):
-    res = ge_run(probe_graph(write_graph), "--soc", "NoSuchSoc", "--option", "probe.no_platform=1", "--json",
+def test_broken_platform_is_harmless_when_no_compile_reads_it(ge_run, write_graph, cmp_opp, probe_log, tmp_path,
+                                                              monkeypatch):
+    monkeypatch.setenv("GE_PLATFORM_DIR", str(_broken_platform_dir(tmp_path)))
+    res = ge_run(probe_graph(write_graph), "--soc", "Broken", "--option", "probe.no_platform=1", "--json",
                  opp_path=(cmp_opp["probe"],))
     assert res.returncode == 0, res.stderr
     (c,) = probe_log.events("compile")
     assert "soc" not in c
     assert len(probe_log.events("execute")) == 1
-    g = write_graph([node("r", "ReluCpp", ["x"])], ["r:0"], inputs=[f32("x", [1.0])])
-    res = ge_run(g, "--soc", "NoSuchSoc", opp_path=())
-    assert res.returncode == 0, res.stderr
 
 
 # ---- the tiling sample -----------------------------------------------------------------------

@@ -172,6 +172,7 @@ def test_getters_fail_after_a_compile_and_inside_execute():
             with pytest.raises(RuntimeError) as info:
                 getter()
             seen.setdefault("in_execute", []).append(OUTSIDE in str(info.value))
+        get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
 
     define_unary("Outside", compile_fn, execute_fn)
     obj = run_compile("Outside", [desc([1])])

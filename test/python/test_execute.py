@@ -4,7 +4,7 @@ argument binding, Tensor.data, lifetime of borrowed objects, context scoping
 import contextvars
 import ctypes
 import struct
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import pytest
 
@@ -28,6 +28,12 @@ def define_unary(op_type, execute, out_dtype=None):
         return TensorDesc(x.shape.storage_shape.dims, out_dtype or x.data_type)
 
     return register_op_impl(op_type=op_type)(type("Impl", (), {"execute": execute}))
+
+
+def alloc_like(x):
+    """Allocates output 0 like ``x``: run_execute, like the host, requires every
+    output to be allocated with infer_meta's dtype and shape."""
+    return get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
 
 
 def expired(fn):
@@ -79,6 +85,7 @@ def test_required_optional_and_dynamic_inputs_are_bound_in_ir_order():
             seen.append((type(x), vals(x), None if opt is None else (type(opt), vals(opt)),
                          type(xs), [(type(t), vals(t)) for t in xs]))
             assert get_execute_ctx().get_input_num() == 1 + (opt is not None) + len(xs)
+            alloc_like(x)
 
     run_execute("Bind", [f32(1.0), None, [f32(2.0), f32(3.0), f32(4.0)]])
     run_execute("Bind", [f32(1.0), f32(9.0), [f32(5.0)]])
@@ -105,6 +112,7 @@ def test_ctx_get_input_tensor_follows_the_flattened_instances():
             with pytest.raises(IndexError):
                 ctx.get_input_tensor(ctx.get_input_num())
             seen["out_before"] = ctx.get_output_tensor(0)
+            alloc_like(y)
 
     run_execute("Flat", [[f32(1.0), f32(2.0)], f32(3.0)])
     assert seen == {"values": [[1.0], [2.0], [3.0]], "out_before": None}
@@ -135,6 +143,7 @@ def _define_all_attrs(seen):
                     d_lli: List[List[int]]) -> None:
             seen.update(locals())
             del seen["self"], seen["x"]
+            alloc_like(x)
 
 
 def test_all_attribute_kinds_are_bound_as_keywords():
@@ -247,6 +256,7 @@ def test_tensor_data_bfloat16_is_plain_bytes():
     def execute(self, x: Tensor) -> None:
         mv = x.data
         seen.update(format=mv.format, itemsize=mv.itemsize, shape=mv.shape, raw=mv.tobytes())
+        alloc_like(x)
 
     define_unary("Bf16", execute)
     raw = bytes(range(12))
@@ -259,6 +269,7 @@ def test_tensor_data_scalar_tensor():
 
     def execute(self, x: Tensor) -> None:
         seen.update(shape=x.data.shape, value=x.data.tolist())
+        alloc_like(x)
 
     define_unary("Scalar", execute)
     run_execute("Scalar", [host_tensor([2.5], DataType.DT_FLOAT, [])])
@@ -292,6 +303,7 @@ def test_tensor_metadata():
     def execute(self, x: Tensor) -> None:
         seen.update(size=x.size, shape_size=x.shape_size, storage=x.storage_shape.dims, origin=x.origin_shape.dims,
                     shape=type(x.shape), data_type=x.data_type, addr=x.addr != 0)
+        alloc_like(x)
 
     define_unary("Meta", execute)
     run_execute("Meta", [host_tensor([1, 2, 3, 4, 5, 6], DataType.DT_INT16, [3, 2])])
@@ -305,6 +317,7 @@ def test_array_interface_version_3():
     def execute(self, x: Tensor) -> None:
         seen.update(x.__array_interface__)
         seen["addr"] = x.addr
+        alloc_like(x)
 
     define_unary("ArrIf", execute)
     run_execute("ArrIf", [f32(1.0, 2.0, 3.0, 4.0, shape=[2, 2])])
@@ -389,7 +402,7 @@ def test_get_execute_ctx_outside_execute_is_runtime_error():
 
 def test_get_execute_ctx_outside_after_a_run_is_runtime_error():
     def execute(self, x: Tensor) -> None:
-        get_execute_ctx()
+        alloc_like(x)
 
     define_unary("Once", execute)
     run_execute("Once", [f32(1.0)])
@@ -410,6 +423,7 @@ def test_nested_scopes_restore_the_outer_binding():
             ctx = get_execute_ctx()
             seen["inner_inputs"] = ctx.get_input_num()
             seen["inner_ctx"] = ctx
+            alloc_like(x)
 
     @register_op(op_type="Outer")
     def outer_proto(a: TensorDesc, b: TensorDesc) -> TensorDesc:
@@ -426,6 +440,7 @@ def test_nested_scopes_restore_the_outer_binding():
             seen["outer_tensor_alive"] = a.data.tolist()
             expired(lambda: seen["inner_ctx"].get_input_num())
             seen["inner_expired_inside_outer"] = True
+            alloc_like(a)
 
     run_execute("Outer", [f32(1.0), f32(2.0)])
     assert seen["inner_inputs"] == 1
@@ -444,6 +459,7 @@ def test_copied_context_sees_the_binding_only_while_execute_runs():
         copied = contextvars.copy_context()
         seen["copied"] = copied
         seen["inside"] = copied.run(lambda: get_execute_ctx().get_input_num())
+        alloc_like(x)
 
     define_unary("Copy", execute)
     run_execute("Copy", [f32(1.0)])
@@ -464,6 +480,7 @@ def test_malloc_output_tensor_index_out_of_range_is_index_error():
         with pytest.raises(IndexError):
             ctx.get_output_tensor(1)
         seen["ok"] = True
+        alloc_like(x)
 
     define_unary("OutIdx", execute)
     run_execute("OutIdx", [f32(1.0)])
@@ -504,17 +521,18 @@ def test_malloc_output_tensor_bad_arguments():
         seen.update(storage=y.storage_shape.dims, origin=y.origin_shape.dims, zero=y.data.tobytes())
 
     define_unary("BadOut", execute, DataType.DT_INT8)
-    (out,) = run_execute("BadOut", [f32(1.0)])
+    (out,) = run_execute("BadOut", [f32(1.0, 2.0, 3.0, 4.0)])
     assert seen == {"storage": [4], "origin": [2, 2], "zero": b"\0" * 4}
     assert out.shape == [4]
 
 
-def test_output_not_allocated_is_returned_as_none():
+def test_output_not_allocated_is_runtime_error_as_in_the_host():
     def execute(self, x: Tensor) -> None:
         pass
 
     define_unary("NoAlloc", execute)
-    assert run_execute("NoAlloc", [f32(1.0)]) == [None]
+    with pytest.raises(RuntimeError, match="execute did not allocate output 0"):
+        run_execute("NoAlloc", [f32(1.0)])
 
 
 def test_make_output_ref_input_aliases_the_input():
@@ -552,7 +570,168 @@ def test_malloc_workspace():
             ctx.malloc_workspace(0)
         with pytest.raises(TypeError):
             ctx.malloc_workspace(1.5)
+        alloc_like(x)
 
     define_unary("Ws", execute)
     run_execute("Ws", [f32(1.0)])
     assert seen == {"len": 32, "readonly": False, "zero": True, "back": b"abcd"}
+
+
+# ---- run_execute checks what the host checks ---------------------------------------------------
+
+def _define_scaled(seen=None):
+    @register_op(op_type="Scaled")
+    def proto(x: TensorDesc, *, factor: float = 2.0, mode: str = "a") -> TensorDesc:
+        if seen is not None:
+            seen.append(("infer_meta", factor, mode))
+        return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+    @register_op_impl(op_type="Scaled")
+    class Impl:
+        def execute(self, x: Tensor, *, factor: float, mode: str) -> None:
+            if seen is not None:
+                seen.append(("execute", factor, mode))
+            alloc_like(x)
+
+
+def test_unknown_attribute_names_are_type_error_listing_the_ir_attrs():
+    seen = []
+    _define_scaled(seen)
+    with pytest.raises(TypeError) as info:
+        run_execute("Scaled", [f32(1.0)], {"factr": 3.0, "zz": 1, "mode": "b"})
+    message = str(info.value)
+    assert "'factr'" in message and "'zz'" in message and "'mode'" not in message.split(";")[0]
+    assert "the IR's attrs: factor, mode" in message
+    assert seen == []
+
+
+def test_unknown_attribute_of_an_op_without_attrs():
+    def execute(self, x: Tensor) -> None:
+        alloc_like(x)
+
+    define_unary("NoAttrs", execute)
+    with pytest.raises(TypeError, match=r"unknown attribute\(s\) 'alpha'; the IR's attrs: \(none\)"):
+        run_execute("NoAttrs", [f32(1.0)], {"alpha": 1})
+
+
+def test_infer_meta_runs_before_execute_with_defaults_applied():
+    seen = []
+    _define_scaled(seen)
+    run_execute("Scaled", [f32(1.0)], {"mode": "b"})
+    assert seen == [("infer_meta", 2.0, "b"), ("execute", 2.0, "b")]
+
+
+def test_infer_meta_error_propagates_and_execute_does_not_run():
+    calls = []
+
+    class Refused(Exception):
+        pass
+
+    @register_op(op_type="Picky")
+    def proto(x: TensorDesc) -> TensorDesc:
+        raise Refused(f"no {x.data_type.name}")
+
+    @register_op_impl(op_type="Picky")
+    class Impl:
+        def execute(self, x: Tensor) -> None:
+            calls.append("execute")
+
+    with pytest.raises(Refused, match="no DT_FLOAT"):
+        run_execute("Picky", [f32(1.0)])
+    assert calls == []
+
+
+def test_infer_meta_receives_the_inputs_shapes_and_dtypes():
+    seen = []
+
+    @register_op(op_type="SeeDescs")
+    def proto(x: TensorDesc, opt: Optional[TensorDesc], xs: List[TensorDesc]) -> TensorDesc:
+        seen.append((x, opt, xs))
+        return x
+
+    define = register_op_impl(op_type="SeeDescs")
+
+    @define
+    class Impl:
+        def execute(self, x: Tensor, opt: Optional[Tensor], xs: List[Tensor]) -> None:
+            alloc_like(x)
+
+    run_execute("SeeDescs", [host_tensor([1, 2, 3, 4, 5, 6], DataType.DT_INT32, [2, 3]), None,
+                             [f32(1.0), host_tensor([1], DataType.DT_INT8, [])]])
+    assert seen == [(TensorDesc([2, 3], DataType.DT_INT32), None,
+                     [TensorDesc([1], DataType.DT_FLOAT), TensorDesc([], DataType.DT_INT8)])]
+
+
+def test_output_dtype_differing_from_infer_meta_is_runtime_error():
+    def execute(self, x: Tensor) -> None:
+        get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, DataType.DT_INT32)
+
+    define_unary("WrongDtype", execute)
+    with pytest.raises(RuntimeError) as info:
+        run_execute("WrongDtype", [f32(1.0)])
+    assert "output 0 ('output0') has dtype DT_INT32, expected DT_FLOAT" in str(info.value)
+
+
+def test_output_shape_differing_from_infer_meta_is_runtime_error():
+    def execute(self, x: Tensor) -> None:
+        get_execute_ctx().malloc_output_tensor(0, [2, 1], x.data_type)
+
+    define_unary("WrongShape", execute)
+    with pytest.raises(RuntimeError) as info:
+        run_execute("WrongShape", [f32(1.0, 2.0)])
+    assert "output 0 ('output0') has shape [2, 1], expected [2]" in str(info.value)
+
+
+def test_second_output_not_allocated_names_its_index():
+    @register_op(op_type="TwoOuts")
+    def proto(x: TensorDesc) -> Tuple[TensorDesc, TensorDesc]:
+        return x, x
+
+    @register_op_impl(op_type="TwoOuts")
+    class Impl:
+        def execute(self, x: Tensor) -> None:
+            alloc_like(x)
+
+    with pytest.raises(RuntimeError, match="execute did not allocate output 1"):
+        run_execute("TwoOuts", [f32(1.0)])
+
+
+def test_dynamic_outputs_are_sized_by_infer_meta():
+    seen = {}
+
+    @register_op(op_type="Split")
+    def proto(x: TensorDesc, *, parts: int) -> Tuple[TensorDesc, List[TensorDesc], TensorDesc]:
+        one = TensorDesc([1], x.data_type)
+        return one, [TensorDesc([i + 1], x.data_type) for i in range(parts)], one
+
+    @register_op_impl(op_type="Split")
+    class Impl:
+        def execute(self, x: Tensor, *, parts: int) -> None:
+            ctx = get_execute_ctx()
+            seen["num"] = ctx.get_output_num()
+            ctx.malloc_output_tensor(0, [1], x.data_type).data[0] = -1.0
+            for i in range(parts):
+                ctx.malloc_output_tensor(1 + i, [i + 1], x.data_type).data[0] = float(i)
+            ctx.malloc_output_tensor(1 + parts, [1], x.data_type).data[0] = 9.0
+
+    outs = run_execute("Split", [f32(1.0)], {"parts": 3})
+    assert seen["num"] == 5
+    assert [o.shape for o in outs] == [[1], [1], [2], [3], [1]]
+    assert [o.tolist()[0] for o in outs] == [-1.0, 0.0, 1.0, 2.0, 9.0]
+    outs = run_execute("Split", [f32(1.0)], {"parts": 0})
+    assert seen["num"] == 2 and [o.tolist() for o in outs] == [[-1.0], [9.0]]
+
+
+def test_dynamic_output_instance_not_allocated_is_named():
+    @register_op(op_type="DynMissing")
+    def proto(x: TensorDesc) -> List[TensorDesc]:
+        return [x, x]
+
+    @register_op_impl(op_type="DynMissing")
+    class Impl:
+        def execute(self, x: Tensor) -> None:
+            alloc_like(x)
+
+    with pytest.raises(RuntimeError) as info:
+        run_execute("DynMissing", [f32(1.0)])
+    assert "execute did not allocate output 1 ('output0'[1])" in str(info.value)

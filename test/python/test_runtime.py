@@ -318,7 +318,17 @@ def test_tensor_class_attribute_cannot_be_replaced_or_deleted():
         ge.runtime.Tensor.data = property(lambda self: b"")
     with pytest.raises(TypeError):
         del ge.runtime.Tensor.shape
-    assert isinstance(Tensor.__dict__["data"], property)
+    # Properties of the shared classes are frozen descriptors: re-initializing
+    # one (property.__init__ again) cannot change it for other plugins.
+    desc = Tensor.__dict__["data"]
+    assert type(desc).__name__ == "frozen_property"
+    assert not isinstance(desc, property)
+    desc.__init__(lambda self: 1)
+    assert Tensor.__dict__["data"] is desc
+    with pytest.raises(AttributeError):
+        desc.fget = lambda self: 1
+    with pytest.raises(TypeError):
+        type(desc)()
 
 
 def test_runtime_exports():

@@ -582,8 +582,10 @@ def test_collect_all_or_nothing_on_validation_error(exec_plugin, raises):
     assert bad != PLUGIN
     ns = exec_plugin(bad, "my_plugin")
     with raises(TypeError, "op_type 'PluginOp'", "my_plugin:PluginImpl:PluginOp",
-                "method 'execute'", "expected attr name k", "actual attr name dt"):
+                "method 'execute'", "expected attr name k", "actual attr name dt") as info:
         _host.collect(before)
+    line = bad.splitlines().index("    def execute(self, x: Tensor, *, dt: DataType, k: int) -> None:") + 1
+    assert str(info.value).endswith(f" (at <my_plugin>:{line})")
     assert _host.snapshot() == before
     assert [p.func for p in proto_mod.get_registered_op_protos()] == [before_func]
     assert [d.cls for d in get_registered_op_impls()] == [before_cls]
@@ -606,13 +608,118 @@ def test_collect_reraises_original_exception_object(exec_plugin, monkeypatch):
     assert _host.snapshot() == before
 
 
+def line_of(source, text):
+    """1-based line number of the only line of ``source`` that contains ``text``."""
+    hits = [n for n, line in enumerate(source.splitlines(), 1) if text in line]
+    assert len(hits) == 1, hits
+    return hits[0]
+
+
+def test_collect_error_names_the_file_and_line_of_the_method(tmp_path):
+    path = tmp_path / "plug_file.py"
+    source = PLUGIN.replace("def compile(self, x: Tensor, out: Tensor, *, k: int, dt: DataType) -> None:",
+                            "def compile(self, x: Tensor, out: Tensor, *, k: int, dt: DataType) -> int:")
+    assert source != PLUGIN
+    path.write_text(source)
+    before = _host.snapshot()
+    exec(compile(source, str(path), "exec"), {"__name__": "plug_file"})
+    with pytest.raises(TypeError) as info:
+        _host.collect(before)
+    message = str(info.value)
+    assert "method 'compile'" in message and "return annotation" in message
+    assert message.endswith(f" (at {path}:{line_of(source, 'def compile(')})"), message
+    assert _host.snapshot() == before
+
+
+@pytest.mark.parametrize("decorator, receiver", [("@staticmethod", ""), ("@classmethod", "cls, ")])
+def test_collect_error_location_unwraps_static_and_class_methods(exec_plugin, decorator, receiver):
+    source = textwrap.dedent(f"""\
+        from ge.custom_op import register_op, register_op_impl
+        from ge.runtime import Tensor, TensorDesc
+
+        @register_op(op_type="WrapOp")
+        def proto(x: TensorDesc) -> TensorDesc:
+            return x
+
+        @register_op_impl(op_type="WrapOp")
+        class Impl:
+            {decorator}
+            def execute({receiver}x: Tensor, extra: Tensor) -> None:
+                pass
+        """)
+    before = _host.snapshot()
+    exec_plugin(source, "wrap_plugin")
+    with pytest.raises(TypeError) as info:
+        _host.collect(before)
+    assert "expected 1 positional input parameters" in str(info.value)
+    # co_firstlineno of a decorated function is the line of its first decorator.
+    assert str(info.value).endswith(f" (at <wrap_plugin>:{line_of(source, decorator)})"), info.value
+    assert _host.snapshot() == before
+
+
+def test_collect_error_location_follows_wrapped_and_inheritance(exec_plugin):
+    source = textwrap.dedent("""\
+        import functools
+        from ge.custom_op import register_op, register_op_impl
+        from ge.runtime import Tensor, TensorDesc
+
+        def logged(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                return fn(*args, **kwargs)
+            return wrapper
+
+        @register_op(op_type="InhOp")
+        def proto(x: TensorDesc, *, a: int = 1) -> TensorDesc:
+            return x
+
+        class Base:
+            @logged
+            def execute(self, x: Tensor, *, b: int) -> None:
+                pass
+
+        @register_op_impl(op_type="InhOp")
+        class Impl(Base):
+            pass
+        """)
+    before = _host.snapshot()
+    exec_plugin(source, "inh_plugin")
+    with pytest.raises(TypeError) as info:
+        _host.collect(before)
+    assert "expected attr name a" in str(info.value)
+    assert str(info.value).endswith(f" (at <inh_plugin>:{line_of(source, '    @logged')})"), info.value
+
+
+def test_collect_error_location_for_a_second_impl_in_the_plugin(exec_plugin):
+    source = PLUGIN + textwrap.dedent("""\
+
+        @register_op(op_type="Second")
+        def second(x: TensorDesc) -> TensorDesc:
+            return x
+
+        @register_op_impl(op_type="Second")
+        class SecondImpl:
+            def execute(self, x: Tensor, y: Tensor) -> None:
+                pass
+        """)
+    before = _host.snapshot()
+    exec_plugin(source, "two_impls")
+    with pytest.raises(TypeError) as info:
+        _host.collect(before)
+    assert "op_type 'Second'" in str(info.value)
+    assert str(info.value).endswith(f" (at <two_impls>:{line_of(source, 'def execute(self, x: Tensor, y: Tensor)')})")
+    assert _host.snapshot() == before
+
+
 def test_collect_impl_without_ir(exec_plugin, raises):
     before = _host.snapshot()
     bad = PLUGIN.replace('op_type="PluginOp", mutates', 'op_type="Renamed", mutates')
     assert bad != PLUGIN
     exec_plugin(bad, "my_plugin")
-    with raises(RuntimeError, "canonical IR not found for schema-bound execute", "PluginOp"):
+    with raises(RuntimeError, "canonical IR not found for schema-bound execute", "PluginOp") as info:
         _host.collect(before)
+    line = line_of(bad, "def execute(")
+    assert str(info.value).endswith(f" (at <my_plugin>:{line})")
     assert _host.snapshot() == before == (frozenset(), frozenset())
 
 

@@ -51,7 +51,13 @@ def read_metadata(path, is_package):
             if not isinstance(project[key], str):
                 raise ValueError(f"{pp}: project.{key} must be a string")
             meta[key] = project[key]
-    tool = data.get("tool", {}).get("ge-plugin", {})
+    tools = data.get("tool", {})
+    if not isinstance(tools, dict):
+        raise ValueError(f"{pp}: [tool] must be a table")
+    for key in tools:
+        if key.lower().startswith("ge") and key != "ge-plugin":
+            raise ValueError(f"{pp}: unknown table [tool.{key}]: did you mean [tool.ge-plugin]?")
+    tool = tools.get("ge-plugin", {})
     if not isinstance(tool, dict):
         raise ValueError(f"{pp}: [tool.ge-plugin] must be a table")
     for key in tool:
@@ -59,14 +65,92 @@ def read_metadata(path, is_package):
             raise ValueError(f"{pp}: tool.ge-plugin.{key}: unknown setting (known: isolation)")
     iso = tool.get("isolation", "subinterpreter")
     if iso not in VALID_ISOLATIONS:
-        raise ValueError(f"{pp}: tool.ge-plugin.isolation: got {iso!r}, supported {', '.join(VALID_ISOLATIONS)}")
+        raise ValueError(f"{pp}: tool.ge-plugin.isolation: got {iso!r}, supported: "
+                         f"{', '.join(VALID_ISOLATIONS)} (process is not yet supported by this host)")
     meta["isolation"] = iso
     return meta
 
 
+class _PluginBuffer:
+    """``sys.stdout.buffer`` of a plugin interpreter: bytes written here are
+    decoded as UTF-8 (invalid bytes backslash-escaped) and go to the same log as
+    the text stream."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    @property
+    def name(self):
+        return self._stream.name
+
+    @property
+    def mode(self):
+        return "wb"
+
+    @property
+    def closed(self):
+        return False
+
+    @property
+    def raw(self):
+        return self
+
+    def write(self, data):
+        if isinstance(data, str):
+            raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'")
+        try:
+            view = memoryview(data)
+        except TypeError:
+            raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'") from None
+        with view:
+            raw = view.tobytes()
+        self._stream.write(raw.decode("utf-8", "backslashreplace"))
+        return len(raw)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        self._stream.flush()
+
+    def close(self):
+        self._stream.flush()
+
+    def fileno(self):
+        import io
+        raise io.UnsupportedOperation(f"{self.name} has no file descriptor")
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def readable(self):
+        return False
+
+    def seekable(self):
+        return False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class _PluginStream:
     """sys.stdout / sys.stderr replacement: each line goes to the host's log,
-    tagged with the plugin whose module wrote it."""
+    tagged with the plugin whose module wrote it.
+
+    Offers the text-stream surface plugin code may rely on (``write``,
+    ``writelines``, ``flush``, ``buffer``, ``close``, ``closed``, ``name``,
+    ``mode``, ``encoding``, ``errors``, ``fileno``, ``isatty``, ``seekable``...).
+    ``close()`` only flushes: the stream stays usable and ``closed`` stays
+    False, since the host owns it. ``fileno()`` raises io.UnsupportedOperation
+    (there is no file descriptor behind it).
+    """
 
     def __init__(self, default_plugin, is_stderr):
         self._default = default_plugin
@@ -74,6 +158,15 @@ class _PluginStream:
         self._pending = {}
         self.encoding = "utf-8"
         self.errors = "backslashreplace"
+        self.name = "<ge-plugin stderr>" if is_stderr else "<ge-plugin stdout>"
+        self.mode = "w"
+        self.newlines = None
+        self.line_buffering = True
+        self.buffer = _PluginBuffer(self)
+
+    @property
+    def closed(self):
+        return False
 
     def _plugin(self):
         try:
@@ -99,11 +192,23 @@ class _PluginStream:
         self._pending[plugin] = rest
         return len(text)
 
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
     def flush(self):
         for plugin, rest in list(self._pending.items()):
             if rest:
                 _ge_native._log_line(plugin, self._is_stderr, rest)
         self._pending.clear()
+
+    def close(self):
+        """Flushes; the stream stays open (the host owns it)."""
+        self.flush()
+
+    def fileno(self):
+        import io  # always loaded: the interpreter's own streams use it
+        raise io.UnsupportedOperation(f"{self.name} has no file descriptor")
 
     def isatty(self):
         return False
@@ -114,13 +219,22 @@ class _PluginStream:
     def readable(self):
         return False
 
+    def seekable(self):
+        return False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
 
 def _stdlib_dirs():
     # The directory of os.py is the standard library; lib-dynload is inside it.
     return (os.path.realpath(os.path.dirname(os.__file__)) + os.sep,)
 
 
-def _install_extension_guard(plugin_name):
+def _install_extension_guard(plugin_name, is_package=True):
     """Refuse compiled extensions from outside the standard library in this
     (sub-)interpreter: on Python 3.11, numpy, Cython and PyO3 modules load in
     only one interpreter per process, and loading one here would break it in the
@@ -130,6 +244,13 @@ def _install_extension_guard(plugin_name):
         return
     original = loader.create_module
     stdlib = _stdlib_dirs()
+    if is_package:
+        fix = "Set isolation = \"main\" under [tool.ge-plugin] in the plugin's pyproject.toml."
+    else:
+        # A single-file plugin has no pyproject.toml and always gets a sub-interpreter.
+        fix = (f"A single-file plugin always runs in a sub-interpreter: turn it into a package (a folder "
+               f"'{plugin_name}/' with the code in __init__.py) whose pyproject.toml sets "
+               f"isolation = \"main\" under [tool.ge-plugin].")
 
     def create_module(self, spec):
         origin = os.path.realpath(spec.origin or "")
@@ -138,7 +259,7 @@ def _install_extension_guard(plugin_name):
             raise ImportError(
                 f"plugin '{plugin_name}': extension module '{spec.name}' ({spec.origin}) cannot be loaded in a "
                 f"sub-interpreter: compiled extensions such as numpy load in only one interpreter per process. "
-                f"Set isolation = \"main\" under [tool.ge-plugin] in the plugin's pyproject.toml.",
+                + fix,
                 name=spec.name)
         return original(self, spec)
 
@@ -146,9 +267,12 @@ def _install_extension_guard(plugin_name):
     loader.create_module = create_module
 
 
-def prepare(plugin_name, path_entry, subinterpreter):
+def prepare(plugin_name, path_entry, subinterpreter, is_package=True):
     """Prepare the current interpreter for a plugin: its directory on sys.path,
-    stdout/stderr into the host log, the extension guard in a sub-interpreter."""
+    stdout/stderr into the host log, the extension guard in a sub-interpreter.
+
+    ``is_package`` is False for a single-file plugin: the guard's message then
+    says to turn it into a package (only a package has a pyproject.toml)."""
     if path_entry and path_entry not in sys.path:
         sys.path.insert(0, path_entry)
     if not isinstance(sys.stdout, _PluginStream):
@@ -156,7 +280,7 @@ def prepare(plugin_name, path_entry, subinterpreter):
         sys.stdout = _PluginStream(default, False)
         sys.stderr = _PluginStream(default, True)
     if subinterpreter:
-        _install_extension_guard(plugin_name)
+        _install_extension_guard(plugin_name, is_package)
 
 
 def import_plugin(plugin_name, module_name, path, is_package):

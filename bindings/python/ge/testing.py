@@ -4,8 +4,11 @@ Works in a plain ``/usr/bin/python3`` (and in the host). ``run_execute`` binds
 tensors and attributes exactly as the host does (the same C++ dispatch code):
 inputs by IR order, attributes as keywords with defaults applied, a borrowed
 EagerOpExecutionContext from ``get_execute_ctx()``, and every borrowed object
-expired when the callback returns. Exceptions raised by ``execute`` propagate
-unchanged.
+expired when the callback returns. It also checks what the host checks: unknown
+attribute names are refused, the prototype's infer_meta runs first and sizes the
+outputs (dynamic ones included), and after ``execute`` every output must be
+allocated with infer_meta's dtype and shape. Exceptions raised by infer_meta
+and ``execute`` propagate unchanged.
 
 Example::
 
@@ -21,6 +24,7 @@ from typing import Any, List, Mapping, Optional, Sequence
 import _ge_native
 
 from ge.graph import DataType
+from ge.runtime import TensorDesc
 
 from . import custom_op
 from .custom_op import _proto
@@ -90,28 +94,141 @@ def _spec(x):
     raise TypeError(f"inputs must be HostTensor, None or a list of HostTensor, got {type(x).__name__}")
 
 
+def _desc(x):
+    """The TensorDesc infer_meta receives for an input entry (as the engine builds it)."""
+    if x is None:
+        return None
+    if isinstance(x, list):
+        return [_desc(i) for i in x]
+    return TensorDesc(list(x.shape), DataType(x.data_type))
+
+
+def _check_inputs(proto, inputs):
+    """The input checks of the native binding, made before infer_meta runs."""
+    if len(inputs) != len(proto.inputs):
+        raise TypeError(f"expected {len(proto.inputs)} inputs for {proto.op_type}, got {len(inputs)}")
+    for ir, x in zip(proto.inputs, inputs):
+        what = f"input '{ir.name}'"
+        if ir.kind == "dynamic":
+            if not isinstance(x, list):
+                raise TypeError(f"{what} is dynamic: pass a list")
+            for item in x:
+                if not isinstance(item, HostTensor):
+                    raise TypeError(f"{what}: inputs must be HostTensor, None or a list of HostTensor, "
+                                    f"got {type(item).__name__}")
+        elif x is None:
+            if ir.kind == "required":
+                raise TypeError(f"{what} is required")
+        elif not isinstance(x, HostTensor):
+            raise TypeError(f"inputs must be HostTensor, None or a list of HostTensor, got {type(x).__name__}")
+
+
+def _check_attrs(proto, attrs):
+    """Unknown and missing required attributes, as the host refuses them for a graph node."""
+    known = [a.name for a in proto.attrs]
+    unknown = sorted(str(k) for k in attrs if k not in known)
+    if unknown:
+        raise TypeError(f"op_type '{proto.op_type}': unknown attribute(s) {', '.join(map(repr, unknown))}; "
+                        f"the IR's attrs: {', '.join(known) if known else '(none)'}")
+    for a in proto.attrs:
+        if a.required and a.name not in attrs:
+            raise TypeError(f"missing required attr '{a.name}'")
+
+
+def _output_names(proto, flat):
+    """A display name per flattened output: ``'y'``, or ``'ys'[1]`` for a dynamic one."""
+    names, seen = [], {}
+    for index, _ in flat:
+        out = proto.outputs[index]
+        if out.kind == "dynamic":
+            names.append(f"'{out.name}'[{seen.get(index, 0)}]")
+            seen[index] = seen.get(index, 0) + 1
+        else:
+            names.append(f"'{out.name}'")
+    return names
+
+
+def _expanded_proto_dict(proto, flat):
+    """``proto.to_dict()`` with each dynamic output replaced by one required output
+    per instance infer_meta returned.
+
+    The native ``_testing_execute`` sizes a dynamic output as 0 instances; the
+    execute context only exposes flattened output indexes, so this layout is the
+    one the engine builds from infer_meta.
+    """
+    d = proto.to_dict()
+    counts = [0] * len(proto.outputs)
+    for index, _ in flat:
+        counts[index] += 1
+    if all(o.kind != "dynamic" for o in proto.outputs):
+        return d
+    outputs, first = [], []
+    for out, count in zip(proto.outputs, counts):
+        first.append(len(outputs))
+        if out.kind == "dynamic":
+            outputs += [{"name": f"{out.name}[{i}]", "kind": "required"} for i in range(count)]
+        else:
+            outputs.append({"name": out.name, "kind": "required"})
+    d["outputs"] = outputs
+    d["mutates"] = [[name, first[index]] for name, index in d.get("mutates", [])]
+    return d
+
+
 def run_execute(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[str, Any]] = None,
-                instance: Any = None) -> List[Optional[HostTensor]]:
-    """Run the registered implementation's ``execute`` for ``op_type``.
+                instance: Any = None) -> List[HostTensor]:
+    """Run the registered implementation's ``execute`` for ``op_type``, checked as the host checks it.
 
     ``inputs`` follow the IR's input order: a HostTensor for a required input,
     None for an absent optional one, a list for a dynamic one. ``attrs`` maps
     attribute names to Python values (defaults applied for missing ones).
     ``instance`` reuses an implementation instance (a new one otherwise).
-    Returns the outputs as HostTensors (None for an output execute did not
-    allocate). Raises RuntimeError when op_type has no prototype or no
-    implementation, TypeError/ValueError for bad inputs or attrs, and whatever
-    execute raises.
+
+    As the engine does, the prototype's infer_meta runs first (on TensorDescs
+    of the inputs; its exceptions propagate) and gives the outputs: their
+    number (a dynamic output has as many instances as infer_meta returned),
+    dtypes and shapes. After ``execute`` every output must be allocated and
+    match what infer_meta returned.
+
+    Returns the outputs, flattened, as HostTensors. Raises RuntimeError when
+    op_type has no prototype or no implementation, when execute did not
+    allocate an output ("execute did not allocate output N") or an output's
+    dtype or shape differs from infer_meta's; TypeError for an unknown
+    attribute name, a missing required attribute or bad inputs; ValueError for
+    bad attribute values; and whatever infer_meta or execute raises.
     """
     proto = _proto.get_registered_op_proto_by_op_type(op_type)
     impl = get_registered_op_impl_by_op_type(op_type)
     if impl is None:
         raise RuntimeError(f"no implementation registered for op_type '{op_type}'")
     validate_impl(impl, "execute", proto)
+    inputs = list(inputs)
+    attrs = dict(attrs or {})
+    _check_inputs(proto, inputs)
+    _check_attrs(proto, attrs)
+    full = {a["name"]: a["default"] for a in proto.to_dict()["attrs"] if not a["required"]}
+    full.update(attrs)
+    flat = _proto.call_infer_meta(proto, [_desc(x) for x in inputs], full)
     obj = instance if instance is not None else impl.cls()
-    outs = _ge_native._testing_execute(obj.execute, custom_op._EXECUTE_CTX, proto.to_dict(),
-                                       [_spec(x) for x in inputs], dict(attrs or {}))
-    return [None if o is None else HostTensor(o[0], list(o[1]), DataType(o[2])) for o in outs]
+    outs = _ge_native._testing_execute(obj.execute, custom_op._EXECUTE_CTX, _expanded_proto_dict(proto, flat),
+                                       [_spec(x) for x in inputs], attrs)
+    if len(outs) != len(flat):  # cannot happen with the layout above; never return a partial check
+        raise RuntimeError(f"op_type '{op_type}': execute produced {len(outs)} output slot(s), "
+                           f"infer_meta returned {len(flat)}")
+    names = _output_names(proto, flat)
+    result = []
+    for i, (o, (_, want), name) in enumerate(zip(outs, flat, names)):
+        if o is None:
+            raise RuntimeError(f"op_type '{op_type}': execute did not allocate output {i} ({name})")
+        got = HostTensor(o[0], list(o[1]), DataType(o[2]))
+        want_dtype, want_shape = DataType(want.data_type), list(want.shape.storage_shape.dims)
+        if got.data_type != want_dtype:
+            raise RuntimeError(f"op_type '{op_type}': output {i} ({name}) has dtype {got.data_type.name}, "
+                               f"expected {want_dtype.name} (from infer_meta)")
+        if got.shape != want_shape:
+            raise RuntimeError(f"op_type '{op_type}': output {i} ({name}) has shape {got.shape}, "
+                               f"expected {want_shape} (from infer_meta)")
+        result.append(got)
+    return result
 
 
 def run_infer_meta(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[str, Any]] = None) -> list:

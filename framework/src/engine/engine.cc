@@ -1,6 +1,8 @@
 // The reference engine: compile (resolve, coerce attrs, order, infer_meta) and run.
 #include "ge/engine/engine.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <queue>
@@ -13,6 +15,39 @@ namespace {
 using nlohmann::json;
 
 std::string NodeWhere(const GraphNode& n) { return "node '" + n.name + "' (" + n.op_type + ")"; }
+
+std::size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t sub = prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// " (did you mean 'X'?)", or the registered op_types when there are few.
+std::string SuggestOpType(const std::string& wanted, const std::vector<std::string>& known) {
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(2, wanted.size() / 4) + 1;
+  for (const auto& k : known) {
+    const std::size_t d = EditDistance(wanted, k);
+    if (d < best_d) {
+      best_d = d;
+      best = k;
+    }
+  }
+  if (!best.empty()) return " (did you mean '" + best + "'?)";
+  if (known.empty()) return " (no op is registered)";
+  std::string list;
+  for (std::size_t i = 0; i < known.size() && i < 12; ++i) list += (i ? ", " : "") + known[i];
+  if (known.size() > 12) list += ", ...";
+  return " (registered op_types: " + list + ")";
+}
 
 int64_t JsonInt(const json& v, const std::string& where) {
   if (!v.is_number_integer()) throw GraphError(where, "expected an integer, got " + v.dump());
@@ -97,8 +132,8 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     c.node = &n;
     auto reg = registry_.Find(n.op_type);
     if (!reg) {
-      throw EngineError(n.name, NodeWhere(n) + ": unknown op_type '" + n.op_type +
-                                    "' (no plugin or C++ op registers it; see the plugin load report above)");
+      throw EngineError(n.name, NodeWhere(n) + ": unknown op_type '" + n.op_type + "'" +
+                                    SuggestOpType(n.op_type, registry_.ListOpTypes()));
     }
     c.schema = reg->schema;
     c.op = registry_.Create(n.op_type);
@@ -115,7 +150,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     std::vector<std::size_t> counts;
     for (std::size_t k = 0; k < s.inputs.size(); ++k) {
       const NodeInput& in = n.inputs[k];
-      const std::string w = NodeWhere(n) + ": inputs[" + std::to_string(k) + "] ('" + s.inputs[k].name + "')";
+      const std::string w = NodeWhere(n) + ": inputs[" + std::to_string(k) + "] (IR input '" + s.inputs[k].name + "')";
       switch (s.inputs[k].kind) {
         case IrInputKind::kRequired:
           if (!std::holds_alternative<TensorRef>(in)) throw EngineError(n.name, w + ": required input needs one tensor reference");

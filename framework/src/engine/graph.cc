@@ -102,6 +102,7 @@ TensorRef ParseRef(const json& v, const std::string& where) {
     if (r.node.empty() || idx.empty() || idx.find_first_not_of("0123456789") != std::string::npos) {
       throw GraphError(where, "bad tensor reference '" + r.text + "' (expected \"node:index\")");
     }
+    if (idx.size() > 9) throw GraphError(where, "output index in '" + r.text + "' is too large");
     r.index = std::stoul(idx);
   }
   return r;
@@ -126,7 +127,12 @@ Tensor TensorFromJson(const json& data, DataType dtype, const Shape& shape, cons
   if (DataTypeSize(dtype) == 0) {  // Allocate would throw std::invalid_argument without the field
     throw GraphError(where, "dtype " + DataTypeName(dtype) + " cannot be given as inline data");
   }
-  Tensor t = Tensor::Allocate(TensorDesc(shape, dtype));
+  Tensor t;
+  try {
+    t = Tensor::Allocate(TensorDesc(shape, dtype));
+  } catch (const std::invalid_argument& e) {
+    throw GraphError(where, e.what());
+  }
   void* dst = t.GetAddr();
   auto as_double = [&](std::size_t i) {
     const json& v = *vals[i];
@@ -159,7 +165,45 @@ Tensor TensorFromJson(const json& data, DataType dtype, const Shape& shape, cons
   return t;
 }
 
+// Deepest JSON nesting accepted: deeper documents are refused before parsing
+// (the parser and value copies recurse, so a hostile file could exhaust the stack).
+constexpr int kMaxJsonDepth = 256;
+
+static void CheckJsonDepth(const std::string& text, const std::string& file) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (ch == '\\') escaped = true;
+      else if (ch == '"') in_string = false;
+      continue;
+    }
+    if (ch == '"') in_string = true;
+    else if (ch == '[' || ch == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw GraphError(file, "JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      }
+    } else if (ch == ']' || ch == '}') {
+      --depth;
+    }
+  }
+}
+
+// Names become file names (<node>_<index>.npy) and references: no path
+// separators, NUL or other control characters, not "." or "..".
+static void CheckName(const std::string& name, const std::string& where) {
+  if (name.empty()) throw GraphError(where, "name must not be empty");
+  if (name == "." || name == "..") throw GraphError(where, "name '" + name + "' is not allowed");
+  for (unsigned char ch : name) {
+    if (ch == '/' || ch == ':' || ch < 0x20 || ch == 0x7f) {
+      throw GraphError(where, "name '" + name + "' may not contain '/', ':' or control characters");
+    }
+  }
+}
+
 Graph ParseGraph(const std::string& text, const std::string& file, const std::filesystem::path& base_dir) {
+  CheckJsonDepth(text, file);
   json j;
   try {
     j = json::parse(text);
@@ -191,7 +235,7 @@ Graph ParseGraph(const std::string& text, const std::string& file, const std::fi
       GraphInput gi;
       gi.name = Str(in, "name", where);
       where += " '" + gi.name + "'";
-      if (gi.name.find(':') != std::string::npos) throw GraphError(where, "input names may not contain ':'");
+      CheckName(gi.name, where);
       if (!names.insert(gi.name).second) throw GraphError(where, "duplicate input name '" + gi.name + "'");
       std::optional<DataType> dt;
       if (in.contains("dtype")) {
@@ -231,7 +275,7 @@ Graph ParseGraph(const std::string& text, const std::string& file, const std::fi
     GraphNode node;
     node.name = Str(n, "name", where);
     where += " '" + node.name + "'";
-    if (node.name.find(':') != std::string::npos) throw GraphError(where, "node names may not contain ':'");
+    CheckName(node.name, where);
     if (!names.insert(node.name).second) throw GraphError(where, "duplicate name '" + node.name + "'");
     node.op_type = Str(n, "op_type", where);
     for (const auto& [k, v] : n.items()) {
@@ -264,8 +308,13 @@ Graph ParseGraph(const std::string& text, const std::string& file, const std::fi
   if (!j.contains("outputs") || !j["outputs"].is_array() || j["outputs"].empty()) {
     throw GraphError(file + ": outputs", "must be a non-empty list of \"node:index\" references");
   }
+  std::set<std::string> seen_outputs;
   for (std::size_t i = 0; i < j["outputs"].size(); ++i) {
-    g.outputs.push_back(ParseRef(j["outputs"][i], file + ": outputs[" + std::to_string(i) + "]"));
+    const std::string where = file + ": outputs[" + std::to_string(i) + "]";
+    g.outputs.push_back(ParseRef(j["outputs"][i], where));
+    if (!seen_outputs.insert(g.outputs.back().text).second) {
+      throw GraphError(where, "'" + g.outputs.back().text + "' is listed twice");
+    }
   }
   return g;
 }

@@ -89,7 +89,14 @@ Tensor ReadNpy(const std::filesystem::path& path, std::optional<DataType> expect
     }
     shape.AppendDim(d);
   }
-  Tensor t = Tensor::Allocate(TensorDesc(shape, *dt));
+  Tensor t;
+  try {
+    t = Tensor::Allocate(TensorDesc(shape, *dt));
+  } catch (const std::invalid_argument& e) {
+    throw NpyError(file + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw NpyError(file + ": not enough memory for shape " + shape.ToString());
+  }
   if (t.GetSize() > 0 && !in.read(static_cast<char*>(t.GetAddr()), static_cast<std::streamsize>(t.GetSize()))) {
     throw NpyError(file + ": truncated data: shape " + shape.ToString() + " of " + DataTypeName(*dt) + " needs " +
                    std::to_string(t.GetSize()) + " bytes");

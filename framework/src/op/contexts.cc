@@ -99,7 +99,9 @@ Tensor* EagerOpExecutionContext::MakeOutputRefInput(std::size_t output_index, st
   return &*outputs_[output_index];
 }
 
-void* EagerOpExecutionContext::MallocWorkspace(std::size_t size) {
+void* EagerOpExecutionContext::MallocWorkspace(std::size_t size) { return MallocWorkspaceBuffer(size).get(); }
+
+std::shared_ptr<void> EagerOpExecutionContext::MallocWorkspaceBuffer(std::size_t size) {
   if (size == 0) throw std::invalid_argument("workspace size must be positive, got 0");
   constexpr std::size_t kAlign = 64;
   const std::size_t rounded = ((size + kAlign - 1) / kAlign) * kAlign;
@@ -107,7 +109,7 @@ void* EagerOpExecutionContext::MallocWorkspace(std::size_t size) {
   if (p == nullptr) throw std::bad_alloc();
   std::memset(p, 0, rounded);
   workspaces_.emplace_back(p, [](void* q) { std::free(q); });
-  return p;
+  return workspaces_.back();
 }
 
 std::vector<std::optional<Tensor>> EagerOpExecutionContext::TakeOutputs() {

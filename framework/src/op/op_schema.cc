@@ -86,7 +86,7 @@ std::string Status::Describe() const {
   } else if (!info_.file.empty()) {
     where += (where.empty() ? "" : ", ") + std::string("file ") + info_.file;
   }
-  if (!info_.call_site.empty()) where += (where.empty() ? "in " : ", in ") + info_.call_site;
+  if (!info_.call_site.empty()) where += (where.empty() ? "during " : ", during ") + info_.call_site;
   if (!where.empty()) os << " (" << where << ')';
   if (!info_.traceback.empty()) os << '\n' << info_.traceback;
   return os.str();

@@ -54,7 +54,7 @@ int64_t Shape::GetShapeSize() const noexcept {
   int64_t size = 1;
   for (std::size_t i = 0; i < dim_num_; ++i) {
     if (dims_[i] < 0) return -1;
-    size *= dims_[i];
+    if (__builtin_mul_overflow(size, dims_[i], &size)) return -1;  // more than 2^63 elements
   }
   return size;
 }

@@ -11,7 +11,9 @@ namespace ge {
 std::size_t TensorDesc::ByteSize() const noexcept {
   const int64_t n = shape.GetStorageShape().GetShapeSize();
   if (n < 0) return 0;
-  return static_cast<std::size_t>(n) * DataTypeSize(data_type);
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<std::size_t>(n), DataTypeSize(data_type), &bytes)) return 0;
+  return bytes;
 }
 
 std::string TensorDesc::ToString() const {
@@ -19,11 +21,21 @@ std::string TensorDesc::ToString() const {
 }
 
 Tensor Tensor::Allocate(const TensorDesc& desc) {
-  if (desc.shape.GetStorageShape().GetShapeSize() < 0) {
-    throw std::invalid_argument("cannot allocate a tensor with unknown dims " + desc.shape.GetStorageShape().ToString());
+  const Shape& s = desc.shape.GetStorageShape();
+  for (std::size_t i = 0; i < s.GetDimNum(); ++i) {
+    if (s.GetDim(i) < 0) throw std::invalid_argument("cannot allocate a tensor with unknown dims " + s.ToString());
+  }
+  if (s.GetShapeSize() < 0) {
+    throw std::invalid_argument("cannot allocate a tensor of shape " + s.ToString() + ": more than 2^63 elements");
   }
   if (DataTypeSize(desc.data_type) == 0) {
     throw std::invalid_argument("cannot allocate a tensor of dtype " + DataTypeName(desc.data_type));
+  }
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<std::size_t>(s.GetShapeSize()), DataTypeSize(desc.data_type), &bytes) ||
+      bytes > (std::size_t{1} << 62)) {
+    throw std::invalid_argument("cannot allocate a tensor of shape " + s.ToString() + " and dtype " +
+                                DataTypeName(desc.data_type) + ": its size in bytes does not fit");
   }
   Tensor t;
   t.desc_ = desc;

@@ -22,7 +22,7 @@ Formats (the host reads them):
 from __future__ import annotations  # annotations are text: no typing import (see _proto)
 
 from . import _impl, _proto
-from ._validate import validate_descriptor
+from ._validate import validate_descriptor, validate_impl
 
 __all__ = ["snapshot", "collect", "discard"]
 
@@ -67,6 +67,57 @@ def discard(before: Snapshot) -> None:
         _proto._unregister_op_proto(proto.op_type)
 
 
+def _definition_site(func: Any) -> str:
+    """``"file:line"`` of the code behind a callable stored on a class, or ``""``.
+
+    Decorated functions are followed through ``__wrapped__`` (the plugin's own
+    ``def``); a callable instance is located by its class's ``__call__``.
+    """
+    try:
+        func = _impl.unwrap_method(func)
+        for _ in range(100):  # a __wrapped__ chain, bounded against cycles
+            inner = getattr(func, "__wrapped__", None)
+            if inner is None:
+                break
+            func = inner
+        code = getattr(func, "__code__", None)
+        if code is None:
+            code = getattr(getattr(func, "func", None), "__code__", None)  # functools.partial
+        if code is None:
+            code = getattr(getattr(type(func), "__call__", None), "__code__", None)
+        if code is None:
+            return ""
+        return f"{code.co_filename}:{code.co_firstlineno}"
+    except Exception:  # a hostile __getattr__ must not hide the validation error
+        return ""
+
+
+def _add_definition_site(exc: BaseException, descriptor: Any, proto: Any) -> None:
+    """Append `` (at file:line)`` of the offending method to ``exc``'s message, in place.
+
+    The offending method is the first schema-bound method (in the order
+    validate_descriptor checks them) that fails validation on its own. The
+    exception object, its type and traceback are kept.
+    """
+    for interface in descriptor.interfaces:
+        method = _impl.INTERFACE_METHODS[interface]
+        try:
+            validate_impl(descriptor, method, proto)
+        except Exception:
+            site = _definition_site(_impl.lookup_class_attr(descriptor.cls, method))
+            break
+    else:
+        return
+    if not site:
+        return
+    suffix = f" (at {site})"
+    if exc.args and isinstance(exc.args[0], str):
+        if not exc.args[0].endswith(suffix):
+            exc.args = (exc.args[0] + suffix,) + exc.args[1:]
+    else:
+        exc.args = (str(exc) + suffix,)
+
+
 def collect(before: Snapshot) -> Dict[str, Any]:
     """Validate and return everything registered since ``before`` (all or nothing).
 
@@ -82,16 +133,23 @@ def collect(before: Snapshot) -> Dict[str, Any]:
         Whatever :func:`ge.custom_op._validate.validate_descriptor` raises for the
         first new implementation that does not match its IR (RuntimeError when no
         prototype is registered for its op_type, TypeError for a signature
-        mismatch).  Before re-raising, everything registered since ``before`` is
-        removed (API.md section 5, "all or nothing").
+        mismatch).  The message ends with `` (at FILE:LINE)``, where the
+        offending method is defined (``co_filename`` / ``co_firstlineno`` of the
+        function, staticmethod/classmethod and ``__wrapped__`` unwrapped); the
+        exception object itself is re-raised.  Before re-raising, everything
+        registered since ``before`` is removed (API.md section 5, "all or nothing").
         TypeError: ``before`` is not a snapshot (nothing is removed then).
     """
     before = _check_before(before)
     try:
         protos, impls = _new_since(before)
         for descriptor in impls:
-            validate_descriptor(
-                descriptor, _proto.get_registered_op_proto_by_op_type(descriptor.op_type))
+            proto = _proto.get_registered_op_proto_by_op_type(descriptor.op_type)
+            try:
+                validate_descriptor(descriptor, proto)
+            except Exception as exc:
+                _add_definition_site(exc, descriptor, proto)
+                raise
         result = {
             "protos": [dict(p.to_dict(), func=p.func) for p in protos],
             "impls": [dict(d.to_dict(), cls=d.cls) for d in impls],

@@ -106,6 +106,9 @@ class EagerOpExecutionContext {
   // Scratch memory of `size` bytes (64-byte aligned), valid until the context
   // is destroyed. Throws std::invalid_argument for size 0.
   void* MallocWorkspace(std::size_t size);
+  // Same, returning shared ownership of the buffer (the context keeps a
+  // reference too; views may keep theirs past the call).
+  std::shared_ptr<void> MallocWorkspaceBuffer(std::size_t size);
   void* GetStream() const noexcept { return stream_; }
 
   // For the engine after the callback: moves the outputs out (unset ones empty).

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "ge/op/contexts.h"
+#include "ge/op/launch.h"
 #include "ge/op/op_schema.h"
 #include "ge/op/status.h"
 
@@ -61,6 +62,15 @@ class CompilableOp : public virtual BaseCustomOp {
   // load or execution. The context is borrowed for the call. Errors are
   // returned, never thrown.
   virtual Status Compile(OpCompileContext* ctx) = 0;
+};
+
+class AnnotatedArgsOp : public virtual BaseCustomOp {
+ public:
+  static constexpr CustomOpCapability kCapability = CustomOpCapability::kAnnotatedArgs;
+  // Declares the node's kernel launches into ctx, once per task-plan lifecycle
+  // (one graph compilation); the engine caches the plan and later runs never
+  // call the op. The context is borrowed for the call. Errors are returned.
+  virtual Status DeclareLaunchArgs(AnnotatedArgsContext& ctx) = 0;
 };
 
 class InferMetaOp : public virtual BaseCustomOp {

@@ -37,7 +37,8 @@ class Shape {
   void SetDimNum(std::size_t n);  // new dims are 0; throws past kMaxDimNum
   bool IsScalar() const noexcept { return dim_num_ == 0; }
   void SetScalar() noexcept { dim_num_ = 0; }
-  // Product of the dims (1 for a scalar). Negative (unknown) dims give -1.
+  // Product of the dims (1 for a scalar). Negative (unknown) dims, or a product
+  // that does not fit int64, give -1.
   int64_t GetShapeSize() const noexcept;
   std::vector<int64_t> Dims() const { return {dims_.begin(), dims_.begin() + dim_num_}; }
   std::string ToString() const;  // "[2, 3]"
