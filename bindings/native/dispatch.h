@@ -16,6 +16,7 @@
 #include <string>
 
 #include "ge/op/contexts.h"
+#include "ge/op/launch.h"
 #include "ge/op/op_schema.h"
 #include "ge/op/status.h"
 #include "lease.h"
@@ -64,5 +65,14 @@ Status InvokeCompile(PyObject* method, PyObject* revalidate, PyObject* ctx_var, 
 
 // Registers OpCompileContext and CompilePlatformInfo (module init).
 void RegisterCompileViews();
+
+// declare_launch_args(self, <inputs...>, <outputs...>, *, <attrs...>) with
+// `ctx_var` bound to the AnnotatedArgsContext; tensors are metadata only and
+// read-only. A call that declares no launch is an error.
+Status InvokeDeclareLaunchArgs(PyObject* method, PyObject* ctx_var, AnnotatedArgsContext* ctx, const CallSite& site,
+                               bool keep_python_error = false);
+
+// Registers AnnotatedArgsContext, AnnotatedKernelArgs and WorkspaceAddr.
+void RegisterLaunchViews();
 
 }  // namespace ge::py

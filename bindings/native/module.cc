@@ -186,6 +186,7 @@ BOOST_PYTHON_MODULE(_ge_native) {
       "Native classes of the GE plugin host (views over C++ runtime objects). Use ge.runtime / ge.custom_op.";
   RegisterViews();
   RegisterCompileViews();
+  RegisterLaunchViews();
   bp::def("_testing_compile", &TestingCompile,
           "Runs a bound compile on TensorDesc metadata as the engine does (ge.testing back end).");
   bp::def("_testing_execute", &TestingExecute,

@@ -391,7 +391,7 @@ struct PluginHost::Impl {
       try {
         loader = Import("ge._loader");
         host_mod = Import("ge.custom_op._host");
-        loader.attr("prepare")(d.name, path_entry, sub);
+        loader.attr("prepare")(d.name, path_entry, sub, d.is_package);
         before = host_mod.attr("snapshot")();
       } catch (const bp::error_already_set&) {
         Fail(r, py::FetchPythonError(d.name, d.path, "prepare"));
@@ -414,8 +414,13 @@ struct PluginHost::Impl {
         }
         if (!refused.empty()) {
           e.message = "import failed because extension module(s) " + refused +
-                      " cannot be loaded in a sub-interpreter; set isolation = \"main\" under [tool.ge-plugin] in "
-                      "the plugin's pyproject.toml (" + e.message + ")";
+                      " cannot be loaded in a sub-interpreter; " +
+                      (d.is_package ? std::string("set isolation = \"main\" under [tool.ge-plugin] in the plugin's "
+                                                  "pyproject.toml")
+                                    : std::string("single-file plugins always run in a sub-interpreter: make it a "
+                                                  "package (a folder with __init__.py) whose pyproject.toml sets "
+                                                  "isolation = \"main\" under [tool.ge-plugin]")) +
+                      " (" + e.message + ")";
         }
         Fail(r, e);
         return Abandon(r, plugin, made);

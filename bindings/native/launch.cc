@@ -1,0 +1,304 @@
+// launch.cc: AnnotatedArgsContext / AnnotatedKernelArgs / WorkspaceAddr views
+// and the schema-bound `declare_launch_args` dispatch (API.md section 4).
+#include <boost/python.hpp>
+
+#include "dispatch.h"
+#include "errors.h"
+#include "views.h"
+
+namespace ge::py {
+
+namespace {
+
+struct LaunchCtxView {
+  AnnotatedArgsContext* ctx = nullptr;
+  LeasePtr lease;
+  AnnotatedArgsContext& Get() const {
+    CheckAlive(*lease);
+    return *ctx;
+  }
+};
+
+// The argument list being built; shared so that add_launch can mark it consumed.
+struct ArgsState {
+  AnnotatedArgsContext* ctx = nullptr;
+  std::vector<KernelArgSlot> slots;
+  bool consumed = false;
+};
+
+struct KernelArgsView {
+  std::shared_ptr<ArgsState> state;
+  LeasePtr lease;
+  ArgsState& Get() const {
+    CheckAlive(*lease);
+    if (state->consumed) RaiseRuntimeError("AnnotatedKernelArgs has been consumed by add_launch");
+    return *state;
+  }
+};
+
+struct WorkspaceView {
+  AnnotatedArgsContext* ctx = nullptr;
+  std::size_t index = 0;
+  std::size_t size = 0;
+  LeasePtr lease;
+};
+
+bp::object RefuseInit(bp::tuple args, bp::dict) {
+  std::string name = bp::extract<std::string>(args[0].attr("__class__").attr("__name__"));
+  RaiseTypeError(name + " cannot be constructed from Python: the host hands it to declare_launch_args");
+}
+
+uint64_t NonNegative(bp::object o, const char* what) {
+  if (!PyLong_Check(o.ptr()) || PyBool_Check(o.ptr())) {
+    RaiseTypeError(std::string(what) + " must be an int, got " + Py_TYPE(o.ptr())->tp_name);
+  }
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(o.ptr(), &overflow);
+  if (overflow < 0 || (overflow == 0 && v < 0)) RaiseTypeError(std::string(what) + " must not be negative");
+  if (overflow > 0) {
+    const unsigned long long u = PyLong_AsUnsignedLongLong(o.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      RaiseValueError(std::string(what) + " does not fit in uint64");
+    }
+    return u;
+  }
+  return static_cast<uint64_t>(v);
+}
+
+bp::object MallocWorkspace(const LaunchCtxView& v, bp::object size) {
+  AnnotatedArgsContext& ctx = v.Get();
+  const uint64_t n = NonNegative(size, "workspace size");
+  if (n == 0) RaiseValueError("workspace size must be positive, got 0");
+  if (n > (uint64_t{1} << 40)) RaiseValueError("workspace size " + std::to_string(n) + " bytes is too large");
+  const std::size_t index = ctx.MallocWorkspace(static_cast<std::size_t>(n));
+  return bp::object(WorkspaceView{&ctx, index, static_cast<std::size_t>(n), v.lease});
+}
+
+int64_t StreamId(const LaunchCtxView& v) { return v.Get().GetStreamId(); }
+
+bp::object CreateKernelArgs(const LaunchCtxView& v) {
+  auto state = std::make_shared<ArgsState>();
+  state->ctx = &v.Get();
+  return bp::object(KernelArgsView{state, v.lease});
+}
+
+void AppendTensor(const KernelArgsView& a, bp::object index, bp::object tensor, bool input) {
+  ArgsState& st = a.Get();
+  const uint64_t i = NonNegative(index, "instance_index");
+  const std::size_t n = input ? st.ctx->GetInputNum() : st.ctx->GetOutputNum();
+  if (i >= n) {
+    RaiseIndexError(std::string(input ? "input" : "output") + " instance_index " + std::to_string(i) +
+                    " out of range: the node has " + std::to_string(n) + " " + (input ? "input" : "output") +
+                    " instance(s)");
+  }
+  if (!tensor.is_none()) {
+    bp::extract<const TensorView&> t(tensor);
+    if (!t.check()) RaiseTypeError("tensor must be a Tensor of this node or None");
+    Tensor* expected = input ? st.ctx->GetInputTensor(i) : st.ctx->GetOutputTensor(i);
+    if (t().Get().GetAddr() != nullptr || t().ptr != expected) {
+      RaiseValueError("tensor is not " + std::string(input ? "input" : "output") + " instance " + std::to_string(i) +
+                      " of this node");
+    }
+  }
+  st.slots.push_back({input ? KernelArgSlot::Kind::kInput : KernelArgSlot::Kind::kOutput, i});
+}
+
+void AppendInput(const KernelArgsView& a, bp::object index, bp::object tensor) { AppendTensor(a, index, tensor, true); }
+void AppendOutput(const KernelArgsView& a, bp::object index, bp::object tensor) { AppendTensor(a, index, tensor, false); }
+
+void AppendWorkspace(const KernelArgsView& a, bp::object ws) {
+  ArgsState& st = a.Get();
+  bp::extract<const WorkspaceView&> w(ws);
+  if (!w.check()) RaiseTypeError("append_workspace takes a WorkspaceAddr from malloc_workspace");
+  CheckAlive(*w().lease);
+  if (w().ctx != st.ctx) RaiseValueError("the WorkspaceAddr belongs to another declare_launch_args call");
+  st.slots.push_back({KernelArgSlot::Kind::kWorkspace, w().index});
+}
+
+void AppendScalar(const KernelArgsView& a, bp::object value) {
+  ArgsState& st = a.Get();
+  st.slots.push_back({KernelArgSlot::Kind::kScalar, NonNegative(value, "scalar")});
+}
+
+std::size_t ArgsLen(const KernelArgsView& a) { return a.Get().slots.size(); }
+
+void AddLaunch(const LaunchCtxView& v, bp::object info, bp::object args) {
+  AnnotatedArgsContext& ctx = v.Get();
+  bp::object cls = bp::import("ge.custom_op").attr("AnnotatedKernelLaunchInfo");
+  const int is_info = PyObject_IsInstance(info.ptr(), cls.ptr());
+  if (is_info < 0) bp::throw_error_already_set();
+  if (is_info == 0) {
+    RaiseTypeError("add_launch takes an AnnotatedKernelLaunchInfo, got " + std::string(Py_TYPE(info.ptr())->tp_name));
+  }
+  bp::extract<const KernelArgsView&> a(args);
+  if (!a.check()) {
+    RaiseTypeError("add_launch takes AnnotatedKernelArgs from create_kernel_args(), got " +
+                   std::string(Py_TYPE(args.ptr())->tp_name));
+  }
+  ArgsState& st = a().Get();
+  if (st.ctx != &ctx) RaiseValueError("the AnnotatedKernelArgs belong to another declare_launch_args call");
+  KernelLaunch launch;
+  launch.kernel_name = bp::extract<std::string>(info.attr("kernel_name"));
+  bp::object bin = info.attr("kernel_bin");
+  if (!PyBytes_Check(bin.ptr())) RaiseTypeError("kernel_bin must be bytes");
+  launch.kernel_bin = std::make_shared<const std::string>(PyBytes_AS_STRING(bin.ptr()),
+                                                          static_cast<std::size_t>(PyBytes_GET_SIZE(bin.ptr())));
+  const uint64_t block_dim = NonNegative(info.attr("block_dim"), "block_dim");
+  if (block_dim > 0xFFFFFFFFULL) RaiseValueError("block_dim must fit in uint32");
+  launch.block_dim = static_cast<uint32_t>(block_dim);
+  launch.stream_id = bp::extract<int64_t>(info.attr("stream_id"));
+  launch.args = st.slots;
+  try {
+    ctx.AddLaunch(std::move(launch));
+  } catch (const std::invalid_argument& e) {
+    RaiseValueError(e.what());
+  }
+  st.consumed = true;  // any later use raises "has been consumed"
+}
+
+bool LaunchActive(const LaunchCtxView& v) { return v.lease && v.lease->alive(); }
+std::size_t WsSize(const WorkspaceView& w) {
+  CheckAlive(*w.lease);
+  return w.size;
+}
+std::size_t WsIndex(const WorkspaceView& w) {
+  CheckAlive(*w.lease);
+  return w.index;
+}
+
+struct Owned {
+  PyObject* p = nullptr;
+  Owned() = default;
+  explicit Owned(PyObject* o) : p(o) {}
+  ~Owned() { Py_XDECREF(p); }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+};
+
+PyObject* EntryArg(bool dynamic, std::size_t start, std::size_t count, bool input, AnnotatedArgsContext* ctx,
+                   const LeasePtr& lease) {
+  auto get = [&](std::size_t i) { return input ? ctx->GetInputTensor(i) : ctx->GetOutputTensor(i); };
+  if (dynamic) {
+    PyObject* l = PyList_New(static_cast<Py_ssize_t>(count));
+    if (l == nullptr) bp::throw_error_already_set();
+    for (std::size_t i = 0; i < count; ++i) {
+      PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), bp::incref(MakeTensor(get(start + i), nullptr, lease, true).ptr()));
+    }
+    return l;
+  }
+  if (count == 0) return Py_NewRef(Py_None);
+  return bp::incref(MakeTensor(get(start), nullptr, lease, true).ptr());
+}
+
+}  // namespace
+
+void RegisterLaunchViews() {
+  bp::object ctx_cls =
+      bp::class_<LaunchCtxView>("AnnotatedArgsContext",
+                                "Context of one declare_launch_args (get_declare_launch_args_ctx()); borrowed.",
+                                bp::no_init)
+          .def("__init__", bp::raw_function(&RefuseInit))
+          .def("malloc_workspace", &MallocWorkspace, (bp::arg("self"), bp::arg("size")),
+               "malloc_workspace(size) -> WorkspaceAddr: a workspace of size bytes for every run (ValueError for 0).")
+          .def("get_stream_id", &StreamId)
+          .def("create_kernel_args", &CreateKernelArgs, "create_kernel_args() -> AnnotatedKernelArgs (empty).")
+          .def("add_launch", &AddLaunch, (bp::arg("self"), bp::arg("launch_info"), bp::arg("args")),
+               "add_launch(launch_info, args): declares one launch; consumes args. ValueError on a stream mismatch.")
+          .def("_is_active", &LaunchActive);
+  FreezeClass(ctx_cls);
+
+  bp::object args_cls =
+      bp::class_<KernelArgsView>("AnnotatedKernelArgs",
+                                 "Argument slots of one kernel launch, in order; consumed by add_launch.", bp::no_init)
+          .def("__init__", bp::raw_function(&RefuseInit))
+          .def("append_input", &AppendInput, (bp::arg("self"), bp::arg("instance_index"), bp::arg("tensor") = bp::object()),
+               "append_input(instance_index, tensor=None): the address of the node's flattened input instance. "
+               "IndexError out of range, TypeError when negative.")
+          .def("append_output", &AppendOutput,
+               (bp::arg("self"), bp::arg("instance_index"), bp::arg("tensor") = bp::object()),
+               "append_output(instance_index, tensor=None): the address of the node's flattened output instance.")
+          .def("append_workspace", &AppendWorkspace, (bp::arg("self"), bp::arg("workspace")))
+          .def("append_scalar", &AppendScalar, (bp::arg("self"), bp::arg("value")),
+               "append_scalar(value): a uint64 slot; TypeError when negative.")
+          .def("__len__", &ArgsLen);
+  FreezeClass(args_cls);
+
+  bp::object ws_cls = bp::class_<WorkspaceView>("WorkspaceAddr", "A workspace of the task plan (borrowed).", bp::no_init)
+                          .def("__init__", bp::raw_function(&RefuseInit))
+                          .add_property("size", &WsSize)
+                          .add_property("index", &WsIndex);
+  FreezeClass(ws_cls);
+}
+
+Status InvokeDeclareLaunchArgs(PyObject* method, PyObject* ctx_var, AnnotatedArgsContext* ctx, const CallSite& site,
+                               bool keep_python_error) {
+  auto lease = std::make_shared<Lease>(/*read_only=*/true);
+  LeaseScope scope(lease);
+  auto fail = [&]() -> Status {
+    if (keep_python_error) return Status::Error("Python exception pending");
+    return Status::Error(FetchPythonError(site.plugin, site.file, site.method));
+  };
+  try {
+    const OpSchema& schema = ctx->GetSchema();
+    const std::size_t n_in = schema.inputs.size(), n_out = schema.outputs.size();
+    Owned args(PyTuple_New(static_cast<Py_ssize_t>(n_in + n_out)));
+    if (args.p == nullptr) bp::throw_error_already_set();
+    for (std::size_t k = 0; k < n_in; ++k) {
+      PyTuple_SET_ITEM(args.p, static_cast<Py_ssize_t>(k),
+                       EntryArg(schema.inputs[k].kind == IrInputKind::kDynamic, ctx->InputLayout().Start(k),
+                                ctx->InputLayout().Count(k), true, ctx, lease));
+    }
+    for (std::size_t k = 0; k < n_out; ++k) {
+      PyTuple_SET_ITEM(args.p, static_cast<Py_ssize_t>(n_in + k),
+                       EntryArg(schema.outputs[k].kind == IrOutputKind::kDynamic, ctx->OutputLayout().Start(k),
+                                ctx->OutputLayout().Count(k), false, ctx, lease));
+    }
+    Owned kwargs(PyDict_New());
+    for (std::size_t i = 0; i < schema.attrs.size(); ++i) {
+      bp::object v = AttrToPython(ctx->GetAttrs().At(i), lease);
+      if (PyDict_SetItemString(kwargs.p, schema.attrs[i].name.c_str(), v.ptr()) < 0) bp::throw_error_already_set();
+    }
+    bp::object ctx_obj(LaunchCtxView{ctx, lease});
+    Owned token(PyContextVar_Set(ctx_var, ctx_obj.ptr()));
+    if (token.p == nullptr) bp::throw_error_already_set();
+    Owned result(PyObject_Call(method, args.p, kwargs.p));
+    {
+      PyObject *t, *v, *tb;
+      PyErr_Fetch(&t, &v, &tb);
+      if (PyContextVar_Reset(ctx_var, token.p) < 0) PyErr_Clear();
+      PyErr_Restore(t, v, tb);
+    }
+    if (result.p == nullptr) return fail();
+    if (result.p != Py_None) {
+      ErrorInfo e;
+      e.plugin = site.plugin;
+      e.file = site.file;
+      e.call_site = site.method;
+      e.exception_type = "TypeError";
+      e.message = std::string(keep_python_error ? "" : "TypeError: ") + "declare_launch_args must return None, got " +
+                  Py_TYPE(result.p)->tp_name;
+      return Status::Error(e);
+    }
+    if (ctx->Plan().launches.empty()) {
+      ErrorInfo e;
+      e.plugin = site.plugin;
+      e.file = site.file;
+      e.call_site = site.method;
+      e.message = "declare_launch_args declared no launch (call add_launch at least once)";
+      return Status::Error(e);
+    }
+    return Status::Ok();
+  } catch (const bp::error_already_set&) {
+    return fail();
+  } catch (const std::exception& e) {
+    ErrorInfo info;
+    info.plugin = site.plugin;
+    info.file = site.file;
+    info.call_site = site.method;
+    info.message = e.what();
+    return Status::Error(info);
+  }
+}
+
+}  // namespace ge::py
