@@ -35,6 +35,11 @@ run: build
 	$(BUILD)/bin/ge-run share/examples/attention_block.json --opp-path plugins/samples \
 	  --output-dir $(BUILD)/run-out --repeat 3
 	$(PYTHON) share/examples/check_attention_block.py $(BUILD)/run-out
+	@echo "== annotated launch args: AxpyKernelCustom builds a C kernel in compile; runs replay it without Python"
+	rm -rf $(BUILD)/run-kernel
+	$(BUILD)/bin/ge-run share/examples/kernel_block.json --opp-path plugins/samples \
+	  --output-dir $(BUILD)/run-kernel --repeat 100
+	$(PYTHON) share/examples/check_kernel_block.py $(BUILD)/run-kernel
 	@for soc in host Ascend910B1 Ascend310P3; do \
 	  echo "== compile for $$soc: TiledSoftmaxCustom picks its tiling from the platform"; \
 	  rm -rf $(BUILD)/run-tiling-$$soc; \

@@ -177,6 +177,62 @@ void TestingCompile(bp::object method, bp::object revalidate, bp::object ctx_var
   }
 }
 
+// ge.testing back end for declare_launch_args: runs `method` on TensorDesc
+// metadata and returns the declared plan as plain Python data:
+// {"launches": [{"kernel_name", "kernel_bin", "block_dim", "stream_id",
+// "args": [(kind, value)]}], "workspaces": [sizes]} with kind one of "input",
+// "output", "workspace", "scalar". Python exceptions propagate.
+bp::dict TestingDeclare(bp::object method, bp::object ctx_var, bp::object proto_dict, bp::list inputs, bp::list outputs,
+                        bp::dict attrs, int64_t stream_id) {
+  auto schema = SchemaFromDict(proto_dict);
+  std::vector<TensorDesc> in, out;
+  std::vector<std::size_t> in_counts, out_counts;
+  FlattenDescs<IrInput>(
+      inputs, schema->inputs, +[](const IrInput& i) { return i.kind == IrInputKind::kDynamic; },
+      +[](const IrInput& i) { return i.kind == IrInputKind::kOptional; }, "input", in, in_counts);
+  FlattenDescs<IrOutput>(
+      outputs, schema->outputs, +[](const IrOutput& o) { return o.kind == IrOutputKind::kDynamic; },
+      +[](const IrOutput&) { return false; }, "output", out, out_counts);
+  std::vector<AttrValue> values;
+  for (const auto& a : schema->attrs) {
+    if (!attrs.has_key(a.name)) {
+      if (!a.default_value) RaiseTypeError("missing required attr '" + a.name + "'");
+      values.push_back(*a.default_value);
+    } else {
+      values.push_back(AttrFromPython(attrs[a.name], a.type, a.name));
+    }
+  }
+  RuntimeAttrs rt(std::move(values));
+  AnnotatedArgsContext ctx(*schema, in, InstanceLayout(in_counts), out, InstanceLayout(out_counts), rt, stream_id);
+  CallSite site{"<testing>", "", schema->op_type, "declare_launch_args"};
+  Status st = InvokeDeclareLaunchArgs(method.ptr(), ctx_var.ptr(), &ctx, site, /*keep_python_error=*/true);
+  if (!st.ok()) {
+    if (PyErr_Occurred()) bp::throw_error_already_set();
+    if (st.info().exception_type == "TypeError") RaiseTypeError(st.message());
+    RaiseRuntimeError(st.message());
+  }
+  static const char* kKinds[] = {"input", "output", "workspace", "scalar"};
+  bp::list launches;
+  for (const auto& l : ctx.Plan().launches) {
+    bp::dict d;
+    d["kernel_name"] = l.kernel_name;
+    d["kernel_bin"] = bp::object(bp::handle<>(
+        PyBytes_FromStringAndSize(l.kernel_bin->data(), static_cast<Py_ssize_t>(l.kernel_bin->size()))));
+    d["block_dim"] = l.block_dim;
+    d["stream_id"] = l.stream_id;
+    bp::list args;
+    for (const auto& a : l.args) args.append(bp::make_tuple(kKinds[static_cast<int>(a.kind)], a.value));
+    d["args"] = args;
+    launches.append(d);
+  }
+  bp::list ws;
+  for (std::size_t s : ctx.Plan().workspace_sizes) ws.append(s);
+  bp::dict result;
+  result["launches"] = launches;
+  result["workspaces"] = ws;
+  return result;
+}
+
 }  // namespace
 }  // namespace ge::py
 
@@ -189,6 +245,8 @@ BOOST_PYTHON_MODULE(_ge_native) {
   RegisterLaunchViews();
   bp::def("_testing_compile", &TestingCompile,
           "Runs a bound compile on TensorDesc metadata as the engine does (ge.testing back end).");
+  bp::def("_testing_declare", &TestingDeclare,
+          "Runs a bound declare_launch_args on TensorDesc metadata; returns the plan (ge.testing back end).");
   bp::def("_testing_execute", &TestingExecute,
           "Runs a bound execute on (data, shape, dtype) tensors as the host does (ge.testing back end).");
 }

@@ -187,11 +187,12 @@ bp::object Import(const char* name) { return bp::import(name); }
 // A Python implementation class seen through the C++ capability interfaces. It
 // inherits every interface; GetCapabilities() reports what the class defines,
 // so CustomOpCast refuses the others.
-class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public InferMetaOp {
+class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public AnnotatedArgsOp, public InferMetaOp {
  public:
   PythonOpAdapter(std::shared_ptr<LoadedPlugin> plugin, std::shared_ptr<const OpSchema> schema, uint32_t caps,
                   std::string descriptor_key, PyHandle cls, PyHandle proto, PyHandle call_infer_meta, PyHandle ctx_var,
-                  PyHandle compile_vars, PyHandle revalidate_compile, std::shared_ptr<std::atomic<uint64_t>> calls)
+                  PyHandle compile_vars, PyHandle revalidate_compile, PyHandle launch_var,
+                  std::shared_ptr<std::atomic<uint64_t>> calls)
       : plugin_(std::move(plugin)),
         schema_(std::move(schema)),
         caps_(caps),
@@ -202,12 +203,13 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
         ctx_var_(std::move(ctx_var)),
         compile_vars_(std::move(compile_vars)),
         revalidate_compile_(std::move(revalidate_compile)),
+        launch_var_(std::move(launch_var)),
         calls_(std::move(calls)) {}
 
   ~PythonOpAdapter() override {
     InterpreterGuard guard(*plugin_->interp);
-    for (PyHandle* h : {&cls_, &proto_, &call_infer_meta_, &ctx_var_, &compile_vars_, &revalidate_compile_, &instance_,
-                        &execute_, &compile_}) {
+    for (PyHandle* h : {&cls_, &proto_, &call_infer_meta_, &ctx_var_, &compile_vars_, &revalidate_compile_, &launch_var_,
+                        &instance_, &execute_, &compile_, &declare_}) {
       h->Reset();
     }
   }
@@ -241,6 +243,20 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
                              PyTuple_GET_ITEM(vars, 1), ctx, site);
   }
 
+  Status DeclareLaunchArgs(AnnotatedArgsContext& ctx) override {
+    if (!HasCapability(caps_, CustomOpCapability::kAnnotatedArgs)) {
+      return Status::Error(descriptor_key_ + " has no declare_launch_args");
+    }
+    InterpreterGuard guard(*plugin_->interp);
+    py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "declare_launch_args"};
+    if (!declare_) {
+      Status st = BindMethod("declare_launch_args", declare_, site);
+      if (!st.ok()) return st;
+    }
+    calls_->fetch_add(1, std::memory_order_relaxed);
+    return py::InvokeDeclareLaunchArgs(declare_.get(), launch_var_.get(), &ctx, site);
+  }
+
   Status InferMeta(InferMetaContext* ctx) override {
     InterpreterGuard guard(*plugin_->interp);
     py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "infer_meta"};
@@ -272,7 +288,8 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
   std::shared_ptr<const OpSchema> schema_;
   uint32_t caps_;
   std::string descriptor_key_;
-  PyHandle cls_, proto_, call_infer_meta_, ctx_var_, compile_vars_, revalidate_compile_, instance_, execute_, compile_;
+  PyHandle cls_, proto_, call_infer_meta_, ctx_var_, compile_vars_, revalidate_compile_, launch_var_, instance_, execute_,
+      compile_, declare_;
   std::shared_ptr<std::atomic<uint64_t>> calls_;
 };
 
@@ -463,7 +480,8 @@ struct PluginHost::Impl {
           bp::object revalidate = partial(validate_impl, descriptor, "compile", proto_obj);
           made.push_back(std::make_shared<PythonOpAdapter>(
               plugin, schema, mask, key, PyHandle(impl["cls"]), PyHandle(proto_obj), PyHandle(call_infer_meta),
-              PyHandle(ctx_var), PyHandle(compile_vars), PyHandle(revalidate), calls));
+              PyHandle(ctx_var), PyHandle(compile_vars), PyHandle(revalidate),
+              PyHandle(bp::object(custom_op.attr("_LAUNCH_CTX"))), calls));
           caps.emplace_back(op_type, CapabilityString(mask));
           keys.emplace_back(op_type, key);
         }

@@ -231,7 +231,10 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
                                     {"python", c.stats.python},
                                     {"calls", {{"infer_meta", c.stats.infer_meta_calls},
                                                {"compile", c.stats.compile_calls},
+                                               {"declare_launch_args", c.stats.declare_calls},
                                                {"execute", c.stats.execute_calls}}},
+                                    {"kernel_launches", c.stats.kernel_launches},
+                                    {"mode", c.plan ? "task_plan" : "eager"},
                                     {"execute_ms_mean", 1e3 * c.stats.execute_seconds / repeat}});
       }
       summary["python_calls"] = plugin_host.PythonCalls();
@@ -252,7 +255,11 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
             << n["op_type"].get<std::string>() + " " << (n["python"].get<bool>() ? "python " : "c++    ") << std::right
             << std::setw(10) << std::setprecision(4) << n["execute_ms_mean"].get<double>() << " ms/run  infer_meta "
             << n["calls"]["infer_meta"].get<uint64_t>() << "  compile " << n["calls"]["compile"].get<uint64_t>()
-            << "  execute " << n["calls"]["execute"].get<uint64_t>() << "\n";
+            << (n["mode"] == "task_plan"
+                    ? "  declare " + std::to_string(n["calls"]["declare_launch_args"].get<uint64_t>()) + "  launches " +
+                          std::to_string(n["kernel_launches"].get<uint64_t>())
+                    : "  execute " + std::to_string(n["calls"]["execute"].get<uint64_t>()))
+            << "\n";
       }
       for (const auto& [ref, o] : summary["outputs"].items()) {
         out << "  output " << ref << ": " << o["dtype"].get<std::string>() << o["shape"].dump() << " -> "

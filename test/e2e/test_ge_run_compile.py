@@ -125,9 +125,9 @@ def test_json_counts_one_compile_per_node_even_with_repeat(ge_run, write_graph, 
     res = ge_run(g, "--json", "--repeat", "5", opp_path=(cmp_opp["probe"],))
     assert res.returncode == 0, res.stderr
     calls = {n["name"]: n["calls"] for n in res.json()["nodes"]}
-    assert calls == {"a": {"infer_meta": 1, "compile": 1, "execute": 5},
-                     "b": {"infer_meta": 1, "compile": 1, "execute": 5},
-                     "r": {"infer_meta": 1, "compile": 0, "execute": 5}}
+    assert calls == {"a": {"infer_meta": 1, "compile": 1, "declare_launch_args": 0, "execute": 5},
+                     "b": {"infer_meta": 1, "compile": 1, "declare_launch_args": 0, "execute": 5},
+                     "r": {"infer_meta": 1, "compile": 0, "declare_launch_args": 0, "execute": 5}}
     kinds = [e["event"] for e in probe_log.read()]
     assert kinds == ["import", "compile", "compile"] + ["execute"] * 10
     assert res.json()["python_calls"] == 2 * (1 + 1 + 5)

@@ -71,8 +71,8 @@ def test_json_summary_counts_follow_repeat(ge_run, write_graph):
     assert res.returncode == 0, res.stderr
     s = res.json()
     calls = {n["name"]: n["calls"] for n in s["nodes"]}
-    assert calls == {"a": {"infer_meta": 1, "compile": 0, "execute": 3},
-                     "b": {"infer_meta": 1, "compile": 0, "execute": 3}}
+    assert calls == {"a": {"infer_meta": 1, "compile": 0, "declare_launch_args": 0, "execute": 3},
+                     "b": {"infer_meta": 1, "compile": 0, "declare_launch_args": 0, "execute": 3}}
     assert s["python_calls"] == 4  # only the Python node counts
     assert s["outputs"]["b:0"]["shape"] == [2]
     np.testing.assert_array_equal(np.load(s["outputs"]["b:0"]["file"]), np.array([1.0, 0.0], np.float32))

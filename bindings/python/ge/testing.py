@@ -31,7 +31,7 @@ from .custom_op import _proto
 from .custom_op._impl import get_registered_op_impl_by_op_type
 from .custom_op._validate import validate_impl
 
-__all__ = ["HostTensor", "host_tensor", "run_execute", "run_infer_meta", "run_compile"]
+__all__ = ["HostTensor", "host_tensor", "run_execute", "run_infer_meta", "run_compile", "run_declare_launch_args"]
 
 _STRUCT = {
     DataType.DT_FLOAT: "f", DataType.DT_FLOAT16: "e", DataType.DT_DOUBLE: "d", DataType.DT_INT8: "b",
@@ -287,3 +287,33 @@ def run_compile(op_type: str, inputs: Sequence[Any], outputs: Optional[Sequence[
                                 proto.to_dict(), list(inputs), list(outputs), dict(attrs or {}),
                                 dict(options or {}), soc, platform_dir or _default_platform_dir())
     return obj
+
+
+def run_declare_launch_args(op_type: str, inputs: Sequence[Any], outputs: Optional[Sequence[Any]] = None,
+                            attrs: Optional[Mapping[str, Any]] = None, instance: Any = None, stream_id: int = 0) -> dict:
+    """Run the registered implementation's ``declare_launch_args`` for ``op_type``.
+
+    ``inputs``/``outputs`` are TensorDescs by IR order (outputs computed with
+    infer_meta when omitted). Pass the ``instance`` returned by run_compile to
+    see what compile prepared. Returns the declared task plan:
+    ``{"launches": [{"kernel_name", "kernel_bin", "block_dim", "stream_id",
+    "args": [(kind, value), ...]}], "workspaces": [size, ...]}`` where kind is
+    "input", "output", "workspace" or "scalar". Raises whatever the callback
+    raises, and RuntimeError when it declares no launch.
+    """
+    proto = _proto.get_registered_op_proto_by_op_type(op_type)
+    impl = get_registered_op_impl_by_op_type(op_type)
+    if impl is None:
+        raise RuntimeError(f"no implementation registered for op_type '{op_type}'")
+    validate_impl(impl, "declare_launch_args", proto)
+    if outputs is None:
+        full = {a["name"]: a["default"] for a in proto.to_dict()["attrs"] if not a["required"]}
+        full.update(attrs or {})
+        flat = _proto.call_infer_meta(proto, list(inputs), full)
+        outputs = []
+        for index, out in enumerate(proto.outputs):
+            descs = [d for i, d in flat if i == index]
+            outputs.append(descs if out.kind == "dynamic" else descs[0])
+    obj = instance if instance is not None else impl.cls()
+    return _ge_native._testing_declare(obj.declare_launch_args, custom_op._LAUNCH_CTX, proto.to_dict(), list(inputs),
+                                       list(outputs), dict(attrs or {}), stream_id)

@@ -65,7 +65,10 @@ unsigned DefaultThreads() {
 // ---- KernelCache -------------------------------------------------------------------------
 
 KernelCache::~KernelCache() {
-  for (auto& kv : loaded_) dlclose(kv.second.handle);
+  for (auto& kv : loaded_) {
+    dlclose(kv.second.handle);
+    ::close(kv.second.fd);
+  }
 }
 
 std::size_t KernelCache::LoadedBinaries() const {
@@ -100,12 +103,12 @@ CpuKernelFn KernelCache::Resolve(const std::string& bin, const std::string& kern
     const std::string path = "/proc/self/fd/" + std::to_string(fd);
     dlerror();
     handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    ::close(fd);
     if (handle == nullptr) {
+      ::close(fd);
       const char* e = dlerror();
       throw KernelError(std::string("cannot load kernel_bin as a shared object: ") + (e ? e : "unknown error"));
     }
-    loaded_.emplace(h, Entry{bin, handle});
+    loaded_.emplace(h, Entry{bin, handle, fd});
   }
   dlerror();
   void* sym = dlsym(handle, kernel_name.c_str());

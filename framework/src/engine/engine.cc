@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <queue>
@@ -279,8 +280,9 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       c.output_layout = InstanceLayout(counts);
       metas[n.name] = std::vector<TensorDesc>(c.output_layout.Total());
     }
-    if (!CustomOpCast<EagerExecuteOp>(c.op)) {
-      throw EngineError(n.name, NodeWhere(n) + ": op_type '" + n.op_type + "' has no eager execute capability (capabilities: " +
+    if (!CustomOpCast<EagerExecuteOp>(c.op) && !CustomOpCast<AnnotatedArgsOp>(c.op)) {
+      throw EngineError(n.name, NodeWhere(n) + ": op_type '" + n.op_type +
+                                    "' can neither execute nor declare launch args (capabilities: " +
                                     CapabilityString(c.op->GetCapabilities()) + ")");
     }
   }
@@ -325,7 +327,98 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       throw EngineError(n.name, NodeWhere(n) + ": compile failed (" + c.stats.source + "): " + st.message(), st.Describe());
     }
   }
+
+  // 5. Task plans: declare_launch_args once per node per compilation. A node
+  // whose op also has execute uses the plan: it runs without Python.
+  cg.kernels = std::make_shared<KernelCache>();
+  for (CompiledNode& c : cg.nodes) {
+    auto* decl = CustomOpCast<AnnotatedArgsOp>(c.op);
+    if (decl == nullptr) continue;
+    const GraphNode& n = *c.node;
+    if (!c.inferred) {
+      throw EngineError(n.name, NodeWhere(n) + ": declare_launch_args needs infer_meta to describe the outputs");
+    }
+    std::vector<TensorDesc> in_descs;
+    for (const auto& in : c.inputs) {
+      auto desc_of = [&](const TensorRef& r) {
+        if (r.node.empty()) return graph_inputs.at(r.text)->tensor.Desc();
+        return metas.at(r.node).at(r.index);
+      };
+      if (auto* r = std::get_if<TensorRef>(&in)) in_descs.push_back(desc_of(*r));
+      if (auto* v = std::get_if<std::vector<TensorRef>>(&in)) for (const auto& r : *v) in_descs.push_back(desc_of(r));
+    }
+    AnnotatedArgsContext ctx(*c.schema, in_descs, c.input_layout, *c.inferred, c.output_layout, c.attrs, 0);
+    ++c.stats.declare_calls;
+    Status st = decl->DeclareLaunchArgs(ctx);
+    if (!st.ok()) {
+      throw EngineError(n.name, NodeWhere(n) + ": declare_launch_args failed (" + c.stats.source + "): " + st.message(),
+                        st.Describe());
+    }
+    c.plan = ctx.TakePlan();
+    for (const KernelLaunch& l : c.plan->launches) {
+      CompiledNode::Launch launch;
+      launch.kernel_name = l.kernel_name;
+      launch.block_dim = l.block_dim;
+      launch.slots = l.args;
+      launch.words.resize(l.args.size());
+      for (std::size_t i = 0; i < l.args.size(); ++i) {
+        if (l.args[i].kind == KernelArgSlot::Kind::kScalar) launch.words[i] = l.args[i].value;
+      }
+      try {
+        launch.fn = cg.kernels->Resolve(*l.kernel_bin, l.kernel_name);
+      } catch (const KernelError& e) {
+        throw EngineError(n.name, NodeWhere(n) + ": kernel '" + l.kernel_name + "': " + e.what());
+      }
+      c.launches.push_back(std::move(launch));
+    }
+  }
   return cg;
+}
+
+Engine::~Engine() = default;
+
+// Replays a node's cached task plan: outputs allocated from infer_meta, the
+// run's addresses patched into the argument words, each launch run as
+// block_dim blocks on the pool. No Python, no GIL.
+void Engine::RunPlan(CompiledNode& c, const std::vector<Tensor*>& ins, std::map<std::string, Tensor>& values) {
+  const GraphNode& n = *c.node;
+  if (!pool_) pool_ = std::make_unique<BlockPool>();
+  const auto s0 = std::chrono::steady_clock::now();
+  std::vector<Tensor> outs;
+  outs.reserve(c.inferred->size());
+  for (const auto& d : *c.inferred) {
+    try {
+      outs.push_back(Tensor::Allocate(d));
+    } catch (const std::exception& e) {
+      throw EngineError(n.name, NodeWhere(n) + ": cannot allocate an output: " + e.what());
+    }
+  }
+  if (c.workspaces.size() != c.plan->workspace_sizes.size()) {
+    for (std::size_t size : c.plan->workspace_sizes) {
+      const std::size_t rounded = ((size + 63) / 64) * 64;
+      void* p = std::aligned_alloc(64, rounded);
+      if (p == nullptr) throw EngineError(n.name, NodeWhere(n) + ": cannot allocate a workspace of " + std::to_string(size) + " bytes");
+      c.workspaces.emplace_back(p, [](void* q) { std::free(q); });
+    }
+  }
+  for (auto& l : c.launches) {
+    for (std::size_t i = 0; i < l.slots.size(); ++i) {
+      const KernelArgSlot& s = l.slots[i];
+      switch (s.kind) {
+        case KernelArgSlot::Kind::kInput: l.words[i] = reinterpret_cast<uintptr_t>(ins[s.value]->GetAddr()); break;
+        case KernelArgSlot::Kind::kOutput: l.words[i] = reinterpret_cast<uintptr_t>(outs[s.value].GetAddr()); break;
+        case KernelArgSlot::Kind::kWorkspace: l.words[i] = reinterpret_cast<uintptr_t>(c.workspaces[s.value].get()); break;
+        case KernelArgSlot::Kind::kScalar: break;
+      }
+    }
+    auto crash = pool_->Run(l.fn, l.block_dim, l.words.data());
+    ++c.stats.kernel_launches;
+    if (crash) {
+      throw EngineError(n.name, NodeWhere(n) + ": kernel '" + l.kernel_name + "' crashed: " + *crash);
+    }
+  }
+  c.stats.execute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+  for (std::size_t i = 0; i < outs.size(); ++i) values.insert_or_assign(n.name + ":" + std::to_string(i), std::move(outs[i]));
 }
 
 RunResult Engine::Run(CompiledGraph& cg, int repeat) {
@@ -354,6 +447,10 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
         };
         if (auto* r = std::get_if<TensorRef>(&in)) take(*r);
         if (auto* v = std::get_if<std::vector<TensorRef>>(&in)) for (const auto& r : *v) take(r);
+      }
+      if (c.plan) {
+        RunPlan(c, ins, values);
+        continue;
       }
       EagerOpExecutionContext ctx(*c.schema, ins, c.input_layout, c.attrs, c.output_layout);
       auto* ex = CustomOpCast<EagerExecuteOp>(c.op);

@@ -13,7 +13,8 @@ while a plugin module is imported.
 """
 import contextvars as _contextvars
 
-from _ge_native import CompilePlatformInfo, EagerOpExecutionContext, OpCompileContext
+from _ge_native import (AnnotatedArgsContext, AnnotatedKernelArgs, CompilePlatformInfo, EagerOpExecutionContext,
+                        OpCompileContext, WorkspaceAddr)
 
 from . import proto  # noqa: F401  (ge.custom_op.proto)
 from ._impl import (
@@ -53,6 +54,7 @@ __all__ = [
 _EXECUTE_CTX = _contextvars.ContextVar("ge.custom_op.execute_ctx", default=None)
 _COMPILE_CTX = _contextvars.ContextVar("ge.custom_op.compile_ctx", default=None)
 _COMPILE_PLATFORM = _contextvars.ContextVar("ge.custom_op.compile_platform", default=None)
+_LAUNCH_CTX = _contextvars.ContextVar("ge.custom_op.declare_launch_args_ctx", default=None)
 
 
 def get_execute_ctx() -> EagerOpExecutionContext:
@@ -95,13 +97,18 @@ def get_compile_platform_info() -> CompilePlatformInfo:
     return info
 
 
-def get_declare_launch_args_ctx():
+def get_declare_launch_args_ctx() -> AnnotatedArgsContext:
     """Return the AnnotatedArgsContext of the running ``declare_launch_args``.
 
-    Raises RuntimeError outside ``declare_launch_args`` (always, in this host
-    version).
+    Borrowed: valid until that callback returns. ``malloc_workspace(size)``,
+    ``get_stream_id()``, ``create_kernel_args()`` and ``add_launch(info, args)``
+    declare the node's kernel launches (API.md section 4). Raises RuntimeError
+    anywhere else.
     """
-    raise RuntimeError("get_declare_launch_args_ctx() is only available inside schema-bound declare_launch_args")
+    ctx = _LAUNCH_CTX.get()
+    if ctx is None or not ctx._is_active():
+        raise RuntimeError("get_declare_launch_args_ctx() is only available inside schema-bound declare_launch_args")
+    return ctx
 
 
 class _HostOnly:
@@ -116,18 +123,6 @@ class _HostOnly:
 
 class InferMetaContext(_HostOnly):
     """Reserved for GE compatibility: infer_meta receives TensorDescs directly."""
-
-
-class AnnotatedArgsContext(_HostOnly):
-    """Context of ``declare_launch_args`` (handed out once launch args land)."""
-
-
-class AnnotatedKernelArgs(_HostOnly):
-    """Kernel argument list of ``declare_launch_args``."""
-
-
-class WorkspaceAddr(_HostOnly):
-    """A workspace address of ``declare_launch_args``."""
 
 
 class AnnotatedKernelLaunchInfo:
@@ -145,9 +140,11 @@ class AnnotatedKernelLaunchInfo:
             raise TypeError("kernel_name must be a str")
         if not isinstance(kernel_bin, (bytes, bytearray)):
             raise TypeError("kernel_bin must be bytes")
-        for name, value in (("block_dim", block_dim), ("stream_id", stream_id)):
+        for name, value, bound in (("block_dim", block_dim, 2**32), ("stream_id", stream_id, 2**63)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise TypeError(f"{name} must be a non-negative int")
+            if value >= bound:
+                raise ValueError(f"{name} must be below {bound}, got {value}")
         if not kernel_name:
             raise ValueError("kernel_name must not be empty")
         if not kernel_bin:

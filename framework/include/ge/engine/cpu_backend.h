@@ -50,6 +50,7 @@ class KernelCache {
   struct Entry {
     std::string bytes;
     void* handle;
+    int fd;  // the memfd stays open: glibc would otherwise reuse a handle for a recycled /proc/self/fd/N name
   };
   mutable std::mutex mu_;
   std::multimap<std::size_t, Entry> loaded_;  // by hash of the bytes

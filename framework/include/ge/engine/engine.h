@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ge/engine/cpu_backend.h"
 #include "ge/engine/graph.h"
 #include "ge/op/custom_op.h"
 #include "ge/op/op_registry.h"
@@ -43,7 +44,9 @@ struct NodeStats {
   bool python = false;
   uint64_t infer_meta_calls = 0;
   uint64_t compile_calls = 0;
+  uint64_t declare_calls = 0;  // declare_launch_args (once per compilation)
   uint64_t execute_calls = 0;
+  uint64_t kernel_launches = 0;  // launches of the cached task plan, all runs
   double execute_seconds = 0;  // total over all runs
 };
 
@@ -57,6 +60,18 @@ struct CompiledNode {
   std::optional<std::vector<TensorDesc>> inferred;  // from infer_meta
   InstanceLayout output_layout;
   NodeStats stats;
+  // Annotated args: the cached task plan, its kernels resolved, and per-launch
+  // argument words patched with the run's addresses (no Python at run time).
+  struct Launch {
+    std::string kernel_name;
+    CpuKernelFn fn = nullptr;
+    uint32_t block_dim = 1;
+    std::vector<KernelArgSlot> slots;
+    std::vector<uint64_t> words;
+  };
+  std::optional<TaskPlan> plan;
+  std::vector<Launch> launches;
+  std::vector<std::shared_ptr<void>> workspaces;  // allocated at the first run, reused
 };
 
 // What a compilation targets: compile options (the graph's "options" overridden
@@ -69,6 +84,7 @@ struct CompileOptions {
 
 struct CompiledGraph {
   const Graph* graph = nullptr;
+  std::shared_ptr<KernelCache> kernels;  // keeps the loaded kernel binaries
   std::map<std::string, std::string> options;  // effective compile options
   std::vector<CompiledNode> nodes;  // dependency order
 };
@@ -81,6 +97,7 @@ struct RunResult {
 class Engine {
  public:
   explicit Engine(const OpRegistry& registry) : registry_(registry) {}
+  ~Engine();
 
   // Resolves, checks, orders, runs infer_meta, then the compile phase: each
   // node whose op is compilable gets exactly one Compile call (compiling the
@@ -91,7 +108,9 @@ class Engine {
   RunResult Run(CompiledGraph& compiled, int repeat = 1);
 
  private:
+  void RunPlan(CompiledNode& c, const std::vector<Tensor*>& ins, std::map<std::string, Tensor>& values);
   const OpRegistry& registry_;
+  std::unique_ptr<BlockPool> pool_;  // created at the first kernel launch
 };
 
 // Coerces a plain JSON attribute value to `type` (numbers for floats, names
