@@ -53,6 +53,7 @@ test: build
 
 bench: build
 	$(BUILD)/bin/ge-bench-dispatch --benchmark_min_time=0.2
+	$(BUILD)/bin/ge-bench-launch --benchmark_min_time=0.2
 
 clean:
 	rm -rf $(BUILD)
