@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <regex>
 #include <set>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include "dispatch.h"
@@ -16,6 +17,10 @@
 #include "ge/log.h"
 #include "interpreter.h"
 #include "views.h"
+
+#ifndef GE_LIB_TO_PYTHON
+#define GE_LIB_TO_PYTHON "ge-plugin/python"
+#endif
 
 namespace bp = boost::python;
 namespace fs = boost::filesystem;
@@ -159,10 +164,22 @@ std::string ExeDir() {
   return fs::path(buf).parent_path().string();
 }
 
+// Where this library lives (installed: <libdir>; build tree: build/lib).
+std::string LibraryDir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&LibraryDir), &info) == 0 || info.dli_fname == nullptr) return {};
+  return fs::path(info.dli_fname).parent_path().string();
+}
+
 std::string FindPythonDir(const HostOptions& opts) {
   std::vector<std::string> candidates;
   if (!opts.python_dir.empty()) candidates.push_back(opts.python_dir);
   if (const char* env = std::getenv("GE_PLUGIN_PYTHON_DIR")) candidates.push_back(env);
+  const std::string libdir = LibraryDir();
+  if (!libdir.empty()) {
+    candidates.push_back((fs::path(libdir) / GE_LIB_TO_PYTHON).string());  // installed
+    candidates.push_back((fs::path(libdir) / ".." / "python").string());   // build tree
+  }
   const std::string exe = ExeDir();
   if (!exe.empty()) {
     candidates.push_back((fs::path(exe) / ".." / "python").string());

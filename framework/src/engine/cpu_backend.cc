@@ -53,6 +53,13 @@ int GuardedBlock(CpuKernelFn fn, uint32_t idx, uint32_t dim, const uint64_t* arg
   return 0;
 }
 
+// "signal SIGSEGV (Segmentation fault) in block 3" (sigabbrev_np gives the name without "SIG").
+std::string CrashText(int sig, uint32_t block) {
+  const char* abbrev = sigabbrev_np(sig);
+  return "signal " + (abbrev ? "SIG" + std::string(abbrev) : std::to_string(sig)) + " (" + strsignal(sig) +
+         ") in block " + std::to_string(block);
+}
+
 unsigned DefaultThreads() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return static_cast<unsigned>(CPU_COUNT(&set));
@@ -142,8 +149,7 @@ void BlockPool::RunBlocks() {
     const int sig = GuardedBlock(fn_, idx, block_dim_, args_);
     if (sig != 0) {
       std::lock_guard<std::mutex> lock(crash_mu_);
-      if (!crash_) crash_ = "signal " + std::string(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?") + " (" + strsignal(sig) +
-                            ") in block " + std::to_string(idx);
+      if (!crash_) crash_ = CrashText(sig, idx);
     }
     finished_.fetch_add(1);
   }
@@ -177,8 +183,7 @@ std::optional<std::string> BlockPool::Run(CpuKernelFn fn, uint32_t block_dim, co
     for (uint32_t i = 0; i < block_dim; ++i) {
       const int sig = GuardedBlock(fn, i, block_dim, args);
       if (sig != 0) {
-        return "signal " + std::string(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?") + " (" + strsignal(sig) +
-               ") in block " + std::to_string(i);
+        return CrashText(sig, i);
       }
     }
     return std::nullopt;

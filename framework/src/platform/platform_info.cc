@@ -4,12 +4,17 @@
 #include <boost/property_tree/ini_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
+#include <dlfcn.h>
 #include <fstream>
 #include <sched.h>
 #include <sstream>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
+
+#ifndef GE_LIB_TO_DATA
+#define GE_LIB_TO_DATA "../share/ge-plugin"
+#endif
 
 namespace ge {
 
@@ -115,6 +120,17 @@ std::string PlatformInfos::DefaultCoreType() const {
 
 std::string DefaultPlatformDir() {
   if (const char* env = std::getenv("GE_PLATFORM_DIR")) return env;
+  // Installed: relative to this library (<libdir>/<GE_LIB_TO_DATA>/platform).
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&DefaultPlatformDir), &info) != 0 && info.dli_fname != nullptr) {
+    std::string lib(info.dli_fname);
+    const std::string libdir = lib.substr(0, lib.rfind('/'));
+    for (const std::string rel : {std::string(GE_LIB_TO_DATA) + "/platform", std::string("../share/platform")}) {
+      struct stat st {};
+      const std::string cand = libdir + "/" + rel;
+      if (::stat(cand.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return cand;
+    }
+  }
   char buf[4096];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n > 0) {

@@ -1,0 +1,182 @@
+# Type stubs of ge.custom_op (API.md sections 1-4).
+#
+# At run time the context classes (EagerOpExecutionContext, OpCompileContext,
+# CompilePlatformInfo, AnnotatedArgsContext, AnnotatedKernelArgs, WorkspaceAddr)
+# come from the native module _ge_native; the stubs describe them here, their
+# public home. Everything a callback receives is borrowed: any use after the
+# callback returns raises RuntimeError "Borrowed native object has expired".
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, TypeVar, Union
+
+from ge.graph import DataType
+from ge.runtime import Shape, StorageShape, Tensor
+from ge.runtime import _TensorData
+
+from . import proto as proto
+from ._impl import OpImplDescriptor
+
+__all__ = [
+    "register_op",
+    "register_op_impl",
+    "get_execute_ctx",
+    "get_compile_ctx",
+    "get_compile_platform_info",
+    "get_declare_launch_args_ctx",
+    "get_registered_op_impls",
+    "get_registered_op_impl_dicts",
+    "get_registered_op_impl_by_descriptor_key",
+    "clear_registered_op_impls",
+    "EagerOpExecutionContext",
+    "OpCompileContext",
+    "CompilePlatformInfo",
+    "AnnotatedArgsContext",
+    "AnnotatedKernelArgs",
+    "AnnotatedKernelLaunchInfo",
+    "WorkspaceAddr",
+    "InferMetaContext",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
+
+# Output shapes malloc_output_tensor takes: a list or tuple of ints, a Shape or a StorageShape.
+_OutputShape = Union[List[int], Tuple[int, ...], Shape, StorageShape]
+
+
+# ---- registration -------------------------------------------------------------
+
+def register_op(*, op_type: str, mutates_args: Sequence[Union[str, Tuple[str, int]]] = ()) -> Callable[[_F], _F]:
+    """Decorator: the function is the op's prototype (its canonical IR) and its infer_meta.
+
+    ``mutates_args``: input names (output i aliases the i-th name) or
+    ``(input_name, output_index)`` pairs, not mixed. Returns the function unchanged.
+    """
+
+def register_op_impl(*, op_type: str) -> Callable[[Type[_T]], Type[_T]]:
+    """Class decorator: the class implements ``op_type`` through ``execute``,
+    ``compile`` and/or ``declare_launch_args``. Returns the class unchanged
+    (with ``__ge_op_impl_descriptor__`` set)."""
+
+def get_registered_op_impls() -> List[OpImplDescriptor]: ...
+def get_registered_op_impl_dicts() -> List[Dict[str, Any]]: ...
+def get_registered_op_impl_by_descriptor_key(descriptor_key: str) -> Optional[OpImplDescriptor]: ...
+def clear_registered_op_impls() -> None: ...
+
+
+# ---- the current callback's context ---------------------------------------------
+
+def get_execute_ctx() -> EagerOpExecutionContext:
+    """The context of the running ``execute``; RuntimeError anywhere else."""
+
+def get_compile_ctx() -> OpCompileContext:
+    """The context of the running ``compile``; RuntimeError "only available inside
+    schema-bound compile" anywhere else."""
+
+def get_compile_platform_info() -> CompilePlatformInfo:
+    """The target platform of the running ``compile``; RuntimeError anywhere else."""
+
+def get_declare_launch_args_ctx() -> AnnotatedArgsContext:
+    """The context of the running ``declare_launch_args``; RuntimeError anywhere else."""
+
+
+# ---- execute ------------------------------------------------------------------------
+
+class EagerOpExecutionContext:
+    """Context of one eager ``execute`` (borrowed). Indexes are flattened instance
+    indexes (a dynamic input or output counts one per instance)."""
+    # Not constructible (TypeError at run time): the parameter type makes any call a type error.
+    def __init__(self, __host_only: NoReturn) -> None: ...
+    def get_input_num(self) -> int: ...
+    def get_output_num(self) -> int: ...
+    def get_input_tensor(self, index: int, /) -> Tensor:
+        """IndexError when out of range; TypeError when negative."""
+    def get_output_tensor(self, index: int, /) -> Optional[Tensor]:
+        """None while the output is not allocated; IndexError when out of range."""
+    def malloc_output_tensor(self, index: int, shape: _OutputShape, data_type: Union[DataType, int]) -> Tensor:
+        """Allocates output ``index`` (zero-filled host memory)."""
+    def make_output_ref_input(self, output_index: int, input_index: int) -> Tensor:
+        """Output ``output_index`` shares input ``input_index``'s memory."""
+    def malloc_workspace(self, size: int) -> _TensorData:
+        """Scratch memory for this call: a writable memoryview of ``size`` bytes
+        (ValueError for size <= 0). GE returns an address; ours is host memory."""
+    def get_stream(self) -> int:
+        """The stream handle (0 on the host backend)."""
+
+
+# ---- compile ------------------------------------------------------------------------
+
+class OpCompileContext:
+    """Context of one schema-bound ``compile`` (borrowed)."""
+    def __init__(self, __host_only: NoReturn) -> None: ...
+    def get_option(self, key: str) -> str:
+        """A compile option (a copy). TypeError for a non-str key, ValueError for an
+        empty one, KeyError when the option is not set."""
+
+
+class CompilePlatformInfo:
+    """Target platform of one ``compile`` (borrowed), read lazily once per callback;
+    when that read fails every method raises RuntimeError "Failed to get platform infos"."""
+    def __init__(self, __host_only: NoReturn) -> None: ...
+    def get_platform_resource(self, group: str, key: str) -> str:
+        """KeyError "group:key" when absent."""
+    def get_platform_resource_group(self, group: str) -> Dict[str, str]:
+        """A copy; KeyError when the group is absent."""
+    def get_core_num(self, core_type: Optional[str] = None) -> int:
+        """Cores of a type (AiCore, VectorCore, CubeCore, AiCpu); None: the compile
+        option ge.coreType, else the platform's default core type."""
+    def get_soc_version(self) -> str: ...
+    def get_ai_core_num(self) -> int:
+        """AI cores, limited by the compile option ge.aicoreNum when set."""
+
+
+# ---- declare_launch_args -----------------------------------------------------------------
+
+class WorkspaceAddr:
+    """A workspace of the task plan (borrowed), from AnnotatedArgsContext.malloc_workspace."""
+    def __init__(self, __host_only: NoReturn) -> None: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def index(self) -> int: ...
+
+
+class AnnotatedKernelArgs:
+    """Argument slots of one kernel launch, in order; consumed by ``add_launch``
+    (any later use raises RuntimeError "has been consumed")."""
+    def __init__(self, __host_only: NoReturn) -> None: ...
+    def append_input(self, instance_index: int, tensor: Optional[Tensor] = None) -> None:
+        """The address of the node's flattened input instance (IndexError out of
+        range, TypeError when negative)."""
+    def append_output(self, instance_index: int, tensor: Optional[Tensor] = None) -> None:
+        """The address of the node's flattened output instance."""
+    def append_workspace(self, workspace: WorkspaceAddr) -> None: ...
+    def append_scalar(self, value: int) -> None:
+        """A uint64 slot (TypeError when negative)."""
+    def __len__(self) -> int: ...
+
+
+class AnnotatedKernelLaunchInfo:
+    """One kernel launch (an owned value). ValueError for an empty name or binary or
+    block_dim == 0; TypeError for wrong types."""
+    kernel_name: str
+    kernel_bin: bytes
+    block_dim: int
+    stream_id: int
+    def __init__(self, *, kernel_name: str, kernel_bin: Union[bytes, bytearray], block_dim: int,
+                 stream_id: int = 0) -> None: ...
+
+
+class AnnotatedArgsContext:
+    """Context of one ``declare_launch_args`` (borrowed)."""
+    def __init__(self, __host_only: NoReturn) -> None: ...
+    def malloc_workspace(self, size: int) -> WorkspaceAddr:
+        """A workspace of ``size`` bytes for every run (ValueError for 0)."""
+    def get_stream_id(self) -> int: ...
+    def create_kernel_args(self) -> AnnotatedKernelArgs: ...
+    def add_launch(self, launch_info: AnnotatedKernelLaunchInfo, args: AnnotatedKernelArgs) -> None:
+        """Declares one launch and consumes ``args``. ValueError on a stream mismatch."""
+
+
+class InferMetaContext:
+    """Reserved for GE compatibility (infer_meta receives TensorDescs directly);
+    not constructible."""
+    def __init__(self, __host_only: NoReturn) -> None: ...

@@ -1,0 +1,756 @@
+// registry_common.cc: see registry_common.h.
+#include "registry_common.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+extern char** environ;
+
+namespace stdfs = std::filesystem;
+
+namespace ge::registry {
+
+namespace {
+
+std::string Canonical(const std::string& p) {
+  std::error_code ec;
+  auto c = stdfs::canonical(p, ec);
+  return ec ? p : c.string();
+}
+
+bool IsUnder(const std::string& path, const std::string& root) {
+  return path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+         (root == "/" || path[root.size()] == '/');
+}
+
+std::string ExeDir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  return stdfs::path(buf).parent_path().string();
+}
+
+json ErrorRecord(const std::string& path, const std::string& name, const std::string& error) {
+  return {{"name", name}, {"path", path}, {"version", ""}, {"description", ""}, {"isolation", ""},
+          {"status", "error"}, {"error", error}, {"ops", json::array()}};
+}
+
+}  // namespace
+
+bool IsDirectory(const std::string& path) {
+  std::error_code ec;
+  return stdfs::is_directory(path, ec);
+}
+
+void ErrorLocation(const std::string& error, const std::string& details, const std::string& path, json& out) {
+  static const std::regex kAt(R"(\(at ([^()]+):(\d+)\))");
+  static const std::regex kTb(R"re(File "([^"]+)", line (\d+))re");
+  static const std::regex kPrefix(R"(^(/[^:\s]+):(\d+):)");
+  std::smatch m;
+  std::string file, line;
+  if (std::regex_search(error, m, kAt)) {
+    file = m[1], line = m[2];
+  } else if (std::regex_search(error, m, kPrefix)) {
+    file = m[1], line = m[2];
+  } else {
+    // The last traceback frame inside the plugin.
+    auto begin = std::sregex_iterator(details.begin(), details.end(), kTb);
+    for (auto it = begin; it != std::sregex_iterator(); ++it) {
+      const std::string f = (*it)[1];
+      if (f == path || IsUnder(f, path)) file = f, line = (*it)[2];
+    }
+    if (file.empty() && std::regex_search(error, m, kTb)) file = m[1], line = m[2];
+  }
+  if (!file.empty()) {
+    out["error_file"] = file;
+    out["error_line"] = std::stoi(line);
+  }
+}
+
+std::vector<std::string> SplitPath(const std::string& value) {
+  std::vector<std::string> out;
+  std::stringstream ss(value);
+  std::string item;
+  while (std::getline(ss, item, ':')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::vector<Found> Discover(const std::vector<std::string>& entries, std::vector<json>& problems) {
+  std::vector<Found> found;
+  std::set<std::string> seen;
+  for (const auto& entry : entries) {
+    std::error_code ec;
+    const auto st = stdfs::status(entry, ec);
+    if (ec || !stdfs::exists(st)) {
+      problems.push_back(ErrorRecord(entry, stdfs::path(entry).filename().string(),
+                                     "opp path entry " + entry + " does not exist"));
+      continue;
+    }
+    if (stdfs::is_regular_file(st)) {
+      if (stdfs::path(entry).extension() != ".py") {
+        problems.push_back(ErrorRecord(entry, stdfs::path(entry).filename().string(),
+                                       "opp path entry " + entry + " is neither a .py file nor a folder"));
+        continue;
+      }
+      Found f;
+      f.path = Canonical(entry);
+      f.name = stdfs::path(entry).stem().string();
+      f.root = stdfs::path(f.path).parent_path().string();
+      if (seen.insert(f.path).second) found.push_back(f);
+      continue;
+    }
+    if (!stdfs::is_directory(st)) {
+      problems.push_back(ErrorRecord(entry, stdfs::path(entry).filename().string(),
+                                     "opp path entry " + entry + " is neither a .py file nor a folder"));
+      continue;
+    }
+    const std::string root = Canonical(entry);
+    std::vector<stdfs::path> children;
+    for (stdfs::directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) children.push_back(it->path());
+    if (ec) {
+      problems.push_back(ErrorRecord(entry, stdfs::path(entry).filename().string(),
+                                     "cannot list opp folder " + entry + ": " + ec.message()));
+      continue;
+    }
+    std::sort(children.begin(), children.end());
+    for (const auto& c : children) {
+      const std::string name = c.filename().string();
+      std::error_code cec;
+      Found f;
+      if (stdfs::is_regular_file(c, cec) && c.extension() == ".py" && !name.empty() && name[0] != '_') {
+        f.name = c.stem().string();
+      } else if (stdfs::is_directory(c, cec) && stdfs::is_regular_file(c / "__init__.py", cec)) {
+        f.name = name;
+        f.is_package = true;
+      } else {
+        continue;
+      }
+      f.root = root;
+      f.path = Canonical(c.string());
+      f.escapes = !IsUnder(f.path, root);
+      if (f.escapes) f.path = (stdfs::path(root) / name).string();  // never follow it out
+      if (seen.insert(f.path).second) found.push_back(f);
+    }
+  }
+  return found;
+}
+
+// ---- stamps -----------------------------------------------------------------------------------
+
+json Stamp::ToJson() const { return {{"mtime_ns", mtime_ns}, {"size", size}, {"files", files}, {"hash", hash}}; }
+
+Stamp Stamp::FromJson(const json& j) {
+  Stamp s;
+  s.mtime_ns = j.value("mtime_ns", int64_t{0});
+  s.size = j.value("size", uint64_t{0});
+  s.files = j.value("files", uint64_t{0});
+  s.hash = j.value("hash", std::string());
+  return s;
+}
+
+namespace {
+
+struct Fnv {
+  uint64_t h = 1469598103934665603ULL;
+  void Add(const char* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ULL;
+  }
+};
+
+void StampFile(const std::string& full, const std::string& rel, Stamp& s, Fnv* fnv) {
+  struct stat st;
+  if (::lstat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  const int64_t m = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+  s.mtime_ns = std::max(s.mtime_ns, m);
+  s.size += static_cast<uint64_t>(st.st_size);
+  s.files += 1;
+  if (fnv == nullptr) return;
+  fnv->Add(rel.data(), rel.size() + 1);
+  const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return;
+  char buf[65536];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) fnv->Add(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+}
+
+}  // namespace
+
+Stamp ComputeStamp(const std::string& path, bool is_package, bool with_hash) {
+  Stamp s;
+  Fnv fnv;
+  Fnv* h = with_hash ? &fnv : nullptr;
+  if (!is_package) {
+    StampFile(path, "", s, h);
+  } else {
+    std::vector<std::string> files;
+    std::error_code ec;
+    stdfs::recursive_directory_iterator it(path, stdfs::directory_options::none, ec), end;
+    for (; !ec && it != end && files.size() < 10000; it.increment(ec)) {
+      const auto& p = it->path();
+      if (it->is_directory(ec)) {
+        if (p.filename() == "__pycache__" || it.depth() > 8) it.disable_recursion_pending();
+        continue;
+      }
+      if (p.extension() == ".pyc") continue;
+      files.push_back(p.string());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) StampFile(f, f.substr(path.size()), s, h);
+    // A package's pyproject.toml may also sit beside it? No: inside (API.md section 8).
+  }
+  if (with_hash) {
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(fnv.h));
+    s.hash = buf;
+  }
+  return s;
+}
+
+// ---- safety -----------------------------------------------------------------------------------
+
+namespace {
+
+std::string UserName(uid_t uid) {
+  if (const passwd* pw = ::getpwuid(uid)) return pw->pw_name;
+  return std::to_string(uid);
+}
+
+std::string CheckOne(const std::string& p, uid_t uid) {
+  struct stat st;
+  if (::lstat(p.c_str(), &st) != 0) return {};
+  if (S_ISLNK(st.st_mode)) return {};
+  if (st.st_mode & S_IWOTH) return p + " is writable by others (chmod o-w)";
+  if (st.st_uid != 0 && st.st_uid != uid) {
+    return p + " is owned by user " + UserName(st.st_uid) + ", neither root nor the scanning user " + UserName(uid);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string InsecureReason(const Found& f, uid_t uid) {
+  if (f.escapes) return f.path + " resolves outside its opp folder " + f.root + " (a symbolic link)";
+  if (auto r = CheckOne(f.root, uid); !r.empty()) return r;
+  if (auto r = CheckOne(f.path, uid); !r.empty()) return r;
+  if (f.is_package) {
+    std::error_code ec;
+    stdfs::recursive_directory_iterator it(f.path, stdfs::directory_options::none, ec), end;
+    for (int n = 0; !ec && it != end && n < 10000; it.increment(ec), ++n) {
+      if (it->path().filename() == "__pycache__") {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (auto r = CheckOne(it->path().string(), uid); !r.empty()) return r;
+      if (it->is_symlink(ec)) {
+        const std::string target = Canonical(it->path().string());
+        if (!IsUnder(target, f.path)) return it->path().string() + " resolves outside the plugin folder " + f.path;
+      }
+    }
+  }
+  return {};
+}
+
+// ---- the out-of-process scan -------------------------------------------------------------------
+
+std::string DefaultScanner() {
+  if (const char* env = std::getenv("GE_PLUGIN_SCAN")) return env;
+  return (stdfs::path(ExeDir()) / "ge-plugin-scan").string();
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Child {
+  pid_t pid = -1;
+  int out = -1;
+  std::string buf;
+  std::deque<std::size_t> todo;  // indexes into paths, in the order sent
+  std::set<std::size_t> pending;
+  std::optional<std::size_t> current;
+  Clock::time_point deadline;
+  bool started = false;  // at least one "begin" seen
+};
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+bool Spawn(const std::vector<std::string>& paths, const std::vector<std::size_t>& which, const ScanOptions& opts,
+           Child& c, std::string* why) {
+  int in[2], out[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    *why = std::strerror(errno);
+    ::close(in[0]), ::close(in[1]);
+    return false;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
+  if (opts.quiet_children) posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  const std::string scanner = opts.scanner.empty() ? DefaultScanner() : opts.scanner;
+  std::vector<std::string> args{scanner};
+  if (!opts.log_level.empty()) args.push_back("--log-level"), args.push_back(opts.log_level);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, scanner.c_str(), &fa, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  ::close(in[0]);
+  ::close(out[1]);
+  if (rc != 0) {
+    *why = "cannot start the scanner " + scanner + ": " + std::strerror(rc);
+    ::close(in[1]), ::close(out[0]);
+    return false;
+  }
+  // The child reads its whole list before it starts Python.
+  std::string list;
+  for (auto i : which) list += paths[i] + "\n";
+  std::size_t off = 0;
+  while (off < list.size()) {
+    const ssize_t n = ::write(in[1], list.data() + off, list.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the child died; its exit is handled below
+    off += static_cast<std::size_t>(n);
+  }
+  ::close(in[1]);
+  c = Child();
+  c.pid = pid;
+  c.out = out[0];
+  c.todo.assign(which.begin(), which.end());
+  c.pending.insert(which.begin(), which.end());
+  c.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.timeout_s + 5.0));
+  return true;
+}
+
+}  // namespace
+
+std::vector<json> ScanPlugins(const std::vector<std::string>& paths, const ScanOptions& opts) {
+  std::vector<json> results(paths.size());
+  std::vector<bool> done(paths.size(), false);
+  std::size_t ndone = 0;
+  const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.timeout_s));
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < paths.size(); ++i) index.emplace(paths[i], i);
+
+  auto finish = [&](std::size_t i, json r) {
+    if (done[i]) return;
+    done[i] = true;
+    ++ndone;
+    results[i] = std::move(r);
+    if (opts.progress) opts.progress(ndone, paths.size());
+  };
+  auto fail = [&](std::size_t i, const std::string& status, const std::string& error, json extra) {
+    json r = ErrorRecord(paths[i], stdfs::path(paths[i]).stem().string(), error);
+    r["status"] = status;
+    r.update(extra);
+    finish(i, r);
+  };
+
+  // Work queue split into batches; up to `jobs` children at a time.
+  std::deque<std::vector<std::size_t>> batches;
+  {
+    const std::size_t jobs = std::max(1, std::min(opts.jobs, paths.size() < 16 ? 1 : opts.jobs));
+    const std::size_t per = std::max<std::size_t>(1, std::min(opts.batch, (paths.size() + jobs - 1) / jobs));
+    for (std::size_t i = 0; i < paths.size(); i += per) {
+      std::vector<std::size_t> b;
+      for (std::size_t k = i; k < std::min(paths.size(), i + per); ++k) b.push_back(k);
+      batches.push_back(b);
+    }
+  }
+  std::vector<Child> children;
+  auto start_next = [&]() {
+    while (!batches.empty() && children.size() < static_cast<std::size_t>(std::max(1, opts.jobs))) {
+      std::vector<std::size_t> b = batches.front();
+      batches.pop_front();
+      b.erase(std::remove_if(b.begin(), b.end(), [&](std::size_t i) { return done[i]; }), b.end());
+      if (b.empty()) continue;
+      Child c;
+      std::string why;
+      if (!Spawn(paths, b, opts, c, &why)) {
+        for (auto i : b) fail(i, "error", why, json::object());
+        continue;
+      }
+      children.push_back(std::move(c));
+    }
+  };
+  start_next();
+
+  while (!children.empty()) {
+    std::vector<pollfd> fds;
+    auto now = Clock::now();
+    auto next = now + std::chrono::seconds(60);
+    for (auto& c : children) {
+      fds.push_back({c.out, POLLIN, 0});
+      next = std::min(next, c.deadline);
+    }
+    const int wait_ms = static_cast<int>(
+        std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
+    const int n = ::poll(fds.data(), fds.size(), wait_ms);
+    if (n < 0 && errno != EINTR) break;
+    now = Clock::now();
+    std::vector<std::size_t> ended;
+    for (std::size_t k = 0; k < children.size(); ++k) {
+      Child& c = children[k];
+      bool eof = false, hung = false;
+      if (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) {
+        char buf[65536];
+        const ssize_t r = ::read(c.out, buf, sizeof(buf));
+        if (r > 0) {
+          c.buf.append(buf, static_cast<std::size_t>(r));
+        } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+          eof = true;
+        }
+        std::size_t pos;
+        while ((pos = c.buf.find('\n')) != std::string::npos) {
+          const std::string line = c.buf.substr(0, pos);
+          c.buf.erase(0, pos + 1);
+          json j = json::parse(line, nullptr, false);
+          if (!j.is_object()) continue;
+          if (j.contains("begin") && j["begin"].is_string()) {
+            auto it = index.find(j["begin"].get<std::string>());
+            if (it != index.end() && c.pending.count(it->second)) {
+              c.current = it->second;
+              c.started = true;
+              c.deadline = now + limit;
+            }
+          } else if (j.contains("path") && j["path"].is_string()) {
+            auto it = index.find(j["path"].get<std::string>());
+            if (it != index.end() && c.current == it->second) {  // only the plugin being scanned
+              c.pending.erase(it->second);
+              c.current.reset();
+              c.deadline = now + limit;
+              finish(it->second, std::move(j));
+            }
+          }
+        }
+      }
+      if (!eof && now >= c.deadline) hung = true;
+      if (!eof && !hung) continue;
+      if (hung) ::kill(c.pid, SIGKILL);
+      int status = 0;
+      // After EOF the child is exiting; bound the wait all the same.
+      for (int tries = 0;; ++tries) {
+        const pid_t w = ::waitpid(c.pid, &status, tries < 200 ? WNOHANG : 0);
+        if (w == c.pid || (w < 0 && errno != EINTR)) break;
+        if (tries == 200) ::kill(c.pid, SIGKILL);
+        if (tries < 200) ::usleep(5000);
+      }
+      ::close(c.out);
+      if (c.current) {
+        const std::size_t i = *c.current;
+        c.pending.erase(i);
+        const double secs = opts.timeout_s;
+        if (hung) {
+          char t[32];
+          std::snprintf(t, sizeof(t), "%g", secs);
+          fail(i, "hung", std::string("scanning ") + paths[i] + " did not finish within " + t +
+                              " s (killed; rescanned when its files change)", {{"timeout_s", secs}});
+        } else if (WIFSIGNALED(status)) {
+          const int sig = WTERMSIG(status);
+          fail(i, "crashed", "the scanner crashed with " + SignalName(sig) + " while loading " + paths[i],
+               {{"signal", sig}, {"signal_name", SignalName(sig)}});
+        } else {
+          const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+          fail(i, "exited", "the process exited with code " + std::to_string(code) + " while loading " + paths[i],
+               {{"exit_code", code}});
+        }
+      } else if (!c.started && !c.pending.empty()) {
+        // It died before loading anything: not a plugin's fault.
+        std::string why = WIFSIGNALED(status) ? "killed by " + SignalName(WTERMSIG(status))
+                                              : "exit code " + std::to_string(WEXITSTATUS(status));
+        if (hung) why = "no answer";
+        for (auto i : c.pending) fail(i, "error", "the scanner failed to start (" + why + ")", json::object());
+        c.pending.clear();
+      }
+      if (!c.pending.empty()) {
+        std::vector<std::size_t> rest;
+        for (auto i : c.todo) {
+          if (c.pending.count(i)) rest.push_back(i);
+        }
+        batches.push_front(rest);
+      }
+      ended.push_back(k);
+    }
+    for (auto it = ended.rbegin(); it != ended.rend(); ++it) children.erase(children.begin() + static_cast<long>(*it));
+    if (!ended.empty()) start_next();
+  }
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    if (!done[i]) fail(i, "error", "not scanned", json::object());
+  }
+  return results;
+}
+
+// ---- state -------------------------------------------------------------------------------------
+
+std::vector<json> Refresh(const std::vector<std::string>& entries, std::map<std::string, json>& records,
+                          const RefreshOptions& opts, RefreshStats* stats, bool force,
+                          const std::vector<std::string>& force_paths) {
+  std::vector<json> problems;
+  const std::vector<Found> found = Discover(entries, problems);
+  const uid_t uid = ::geteuid();
+  std::vector<std::string> to_scan;
+  std::map<std::string, Stamp> stamps;
+  std::set<std::string> live;
+  RefreshStats st;
+  st.discovered = found.size();
+  const std::set<std::string> forced(force_paths.begin(), force_paths.end());
+  for (const auto& f : found) {
+    live.insert(f.path);
+    Stamp s = ComputeStamp(f.path, f.is_package, false);
+    auto it = records.find(f.path);
+    bool fresh = false;
+    if (it != records.end() && !force && !forced.count(f.path)) {
+      const Stamp old = Stamp::FromJson(it->second.value("stamp", json::object()));
+      if (old.SameMeta(s)) {
+        fresh = true;
+      } else {
+        s = ComputeStamp(f.path, f.is_package, true);
+        if (!old.hash.empty() && old.hash == s.hash) {  // touched, not changed: keep the verdict
+          it->second["stamp"] = s.ToJson();
+          fresh = true;
+        }
+      }
+    }
+    if (s.hash.empty()) s = ComputeStamp(f.path, f.is_package, true);
+    // The safety verdict is taken every time (permissions change without content).
+    const std::string insecure = opts.allow_insecure ? std::string() : InsecureReason(f, uid);
+    if (!insecure.empty()) {
+      json r = ErrorRecord(f.path, f.name, "refused: " + insecure + " (allow with --allow-insecure)");
+      r["status"] = "insecure";
+      r["stamp"] = s.ToJson();
+      records[f.path] = r;
+      continue;
+    }
+    if (fresh && it->second.value("status", "") != "insecure") {
+      ++st.reused;
+      continue;
+    }
+    stamps[f.path] = s;
+    to_scan.push_back(f.path);
+  }
+  if (!to_scan.empty()) {
+    std::vector<json> scanned = ScanPlugins(to_scan, opts.scan);
+    for (std::size_t i = 0; i < to_scan.size(); ++i) {
+      json& r = scanned[i];
+      r["path"] = to_scan[i];
+      r["stamp"] = stamps[to_scan[i]].ToJson();
+      records[to_scan[i]] = std::move(r);
+    }
+  }
+  st.scanned = to_scan.size();
+  for (auto it = records.begin(); it != records.end();) {
+    if (!live.count(it->first)) {
+      it = records.erase(it);
+      ++st.removed;
+    } else {
+      ++it;
+    }
+  }
+  // Discovery names come from the file system: they always win over what a
+  // plugin says (a plugin cannot claim another's name or path).
+  std::vector<json> ordered;
+  for (const auto& f : found) {
+    json& r = records[f.path];
+    r["module"] = f.name;
+    if (!r.contains("name") || !r["name"].is_string() || r["name"].get<std::string>().empty()) r["name"] = f.name;
+    ordered.push_back(r);
+  }
+  for (auto& p : problems) ordered.push_back(p);
+  if (stats) *stats = st;
+  return ResolveConflicts(std::move(ordered));
+}
+
+std::vector<json> ResolveConflicts(std::vector<json> ordered) {
+  std::map<std::string, std::string> owner;  // op_type -> path
+  for (auto& r : ordered) {
+    const std::string status = r.value("status", "");
+    if (status == "conflict") r["status"] = "ok", r["error"] = "", r.erase("conflicts_with");
+    if (r.value("status", "") != "ok") continue;
+    const std::string path = r.value("path", "");
+    bool clash = false;
+    for (const auto& op : r.value("ops", json::array())) {
+      const std::string t = op.value("op_type", "");
+      auto it = owner.find(t);
+      if (it != owner.end()) {
+        r["status"] = "conflict";
+        r["error"] = "op_type '" + t + "' from " + path + " conflicts with the one from " + it->second +
+                     " (first in path order wins)";
+        r["conflicts_with"] = it->second;
+        clash = true;
+        break;
+      }
+    }
+    if (clash) continue;
+    for (const auto& op : r.value("ops", json::array())) owner[op.value("op_type", "")] = path;
+  }
+  return ordered;
+}
+
+json Summary(const json& r) {
+  json ops = json::array();
+  for (const auto& op : r.value("ops", json::array())) {
+    ops.push_back({{"op_type", op.value("op_type", "")}, {"capabilities", op.value("capabilities", json::array())}});
+  }
+  return {{"name", r.value("name", "")},         {"path", r.value("path", "")},
+          {"version", r.value("version", "")},   {"isolation", r.value("isolation", "")},
+          {"status", r.value("status", "error")}, {"error", r.value("error", "")},
+          {"ops", ops}};
+}
+
+// ---- cache ---------------------------------------------------------------------------------------
+
+std::optional<json> LoadCache(const std::string& path, std::string* why) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    if (why) *why = "no cache at " + path;
+    return std::nullopt;
+  }
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    if (why) *why = "cache " + path + " is unreadable (cut short or corrupted)";
+    return std::nullopt;
+  }
+  if (j.value("format", "") != kCacheFormat || !j.contains("version") || !j["version"].is_number_integer() ||
+      j["version"].get<int>() != kCacheVersion) {
+    if (why) *why = "cache " + path + " has a foreign format or version (expected " + kCacheFormat + " v" +
+                    std::to_string(kCacheVersion) + ")";
+    return std::nullopt;
+  }
+  if (!j.contains("plugins") || !j["plugins"].is_array() || !j.contains("opp_path") || !j["opp_path"].is_array()) {
+    if (why) *why = "cache " + path + " is malformed";
+    return std::nullopt;
+  }
+  for (const auto& r : j["plugins"]) {
+    if (!r.is_object() || !r.contains("path") || !r["path"].is_string() || !r.contains("stamp") ||
+        !r["stamp"].is_object() || !r.contains("status") || !r["status"].is_string()) {
+      if (why) *why = "cache " + path + " is malformed (bad plugin entry)";
+      return std::nullopt;
+    }
+  }
+  return j;
+}
+
+std::map<std::string, json> CacheRecords(const json& cache) {
+  std::map<std::string, json> out;
+  for (const auto& r : cache["plugins"]) out[r["path"].get<std::string>()] = r;
+  return out;
+}
+
+bool SaveCache(const std::string& path, const std::vector<std::string>& entries,
+               const std::map<std::string, json>& records, std::string* why) {
+  json j = {{"format", kCacheFormat}, {"version", kCacheVersion}, {"opp_path", entries}, {"plugins", json::array()}};
+  j["written_unix"] = static_cast<int64_t>(::time(nullptr));
+  for (const auto& [p, r] : records) j["plugins"].push_back(r);
+  const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  const stdfs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) {
+    stdfs::create_directories(target.parent_path(), ec);
+    ::chmod(target.parent_path().c_str(), 0755);
+  }
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (why) *why = "cannot write " + tmp + ": " + std::strerror(errno);
+    return false;
+  }
+  std::size_t off = 0;
+  bool ok = true;
+  while (off < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = false;
+      break;
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  if (ok && ::fsync(fd) != 0) ok = false;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (why) *why = "cannot write " + path + ": " + std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  const std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) ::fsync(dfd), ::close(dfd);
+  return true;
+}
+
+// ---- defaults ------------------------------------------------------------------------------------
+
+std::string DefaultSocketPath() {
+  if (const char* e = std::getenv("GE_PLUGIN_REGISTRY_SOCKET"); e && *e) return e;
+  if (const char* e = std::getenv("RUNTIME_DIRECTORY"); e && *e) return std::string(e) + "/registry.sock";
+  if (const char* e = std::getenv("XDG_RUNTIME_DIR"); e && *e) return std::string(e) + "/ge-plugin-registry.sock";
+  if (::geteuid() == 0) return "/run/ge-plugin-registry/registry.sock";
+  return "/tmp/ge-plugin-registry-" + std::to_string(::geteuid()) + "/registry.sock";
+}
+
+std::string DefaultCachePath() {
+  if (const char* e = std::getenv("GE_PLUGIN_REGISTRY_CACHE"); e && *e) return e;
+  if (const char* e = std::getenv("CACHE_DIRECTORY"); e && *e) return std::string(e) + "/registry.json";
+  if (const char* e = std::getenv("XDG_CACHE_HOME"); e && *e) return std::string(e) + "/ge-plugin/registry.json";
+  if (::geteuid() == 0) return "/var/cache/ge-plugin/registry.json";
+  if (const char* e = std::getenv("HOME"); e && *e) return std::string(e) + "/.cache/ge-plugin/registry.json";
+  return "/tmp/ge-plugin-registry-" + std::to_string(::geteuid()) + "/registry.json";
+}
+
+std::vector<std::string> OppEntries(const std::string& opt) {
+  if (!opt.empty()) return SplitPath(opt);
+  if (const char* e = std::getenv("ASCEND_CUSTOM_OPP_PATH")) return SplitPath(e);
+  return {};
+}
+
+std::string Printable(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) {
+      out += (c == '\n' || c == '\t') ? ' ' : '?';
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace ge::registry

@@ -1,0 +1,213 @@
+// ge-plugin-scan: the out-of-process scanner child (internal tool).
+//
+// Reads plugin paths (one per line) on stdin, loads each with a fresh
+// ge::host::PluginHost in its declared isolation and streams, per plugin, a
+// line {"begin": PATH} before loading it and one JSON result line after. The
+// parent (ge-plugin-registryd / ge-plugin-ls) enforces the time limit and turns
+// a crash, hang or early exit into a verdict for the plugin being scanned.
+// Results go to a private duplicate of stdout; fd 1 is pointed at stderr so
+// that plugin output cannot forge result lines by printing.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ge/host/plugin_host.h"
+#include "ge/log.h"
+#include "ge/op/op_registry.h"
+#include "ge/runtime/types.h"
+#include "registry_common.h"
+
+using nlohmann::json;
+
+namespace {
+
+json AttrValueJson(const ge::AttrValue& v) {
+  return std::visit(
+      [](const auto& x) -> json {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, ge::DataType>) {
+          return ge::DataTypeName(x);
+        } else if constexpr (std::is_same_v<T, std::vector<ge::DataType>>) {
+          json a = json::array();
+          for (auto d : x) a.push_back(ge::DataTypeName(d));
+          return a;
+        } else if constexpr (std::is_same_v<T, ge::TensorAttr>) {
+          return nullptr;  // tensor attributes have no default (API.md section 2)
+        } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
+          json a = json::array();
+          for (bool b : x) a.push_back(b);
+          return a;
+        } else {
+          return json(x);
+        }
+      },
+      v);
+}
+
+json SchemaJson(const ge::OpSchema& s) {
+  json in = json::array(), out = json::array(), attrs = json::array();
+  for (const auto& i : s.inputs) in.push_back({{"name", i.name}, {"kind", std::string(ge::IrInputKindName(i.kind))}});
+  for (const auto& o : s.outputs) out.push_back({{"name", o.name}, {"kind", std::string(ge::IrOutputKindName(o.kind))}});
+  for (const auto& a : s.attrs) {
+    json j = {{"name", a.name}, {"type", std::string(ge::AttrTypeName(a.type))}, {"required", !a.default_value}};
+    if (a.default_value) j["default"] = AttrValueJson(*a.default_value);
+    attrs.push_back(j);
+  }
+  return {{"inputs", in}, {"outputs", out}, {"attrs", attrs}, {"signature", s.ToString()}};
+}
+
+// "eager_execute,infer_meta" -> ["eager_execute", "infer_meta"]
+json SplitCaps(const std::string& s) {
+  json a = json::array();
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) a.push_back(item);
+  }
+  return a;
+}
+
+// Version and description from the module source when pyproject.toml gives
+// none: `__version__ = "..."` and the first line of the module docstring.
+// Read statically (no code runs for it).
+void SourceMetadata(const std::string& path, bool is_package, std::string& version, std::string& description) {
+  std::ifstream f(is_package ? path + "/__init__.py" : path);
+  if (!f) return;
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (text.size() > (1u << 20)) text.resize(1u << 20);
+  if (version.empty()) {
+    static const std::regex kVer(R"((?:^|\n)__version__\s*(?::\s*str\s*)?=\s*['"]([^'"\n]{1,64})['"])");
+    std::smatch m;
+    if (std::regex_search(text, m, kVer)) version = m[1];
+  }
+  if (description.empty()) {
+    std::size_t i = 0;
+    while (i < text.size()) {  // skip blank and comment lines
+      if (text[i] == '#') {
+        while (i < text.size() && text[i] != '\n') ++i;
+      } else if (std::isspace(static_cast<unsigned char>(text[i]))) {
+        ++i;
+      } else {
+        break;
+      }
+    }
+    if (i < text.size() && (text[i] == 'r' || text[i] == 'R')) ++i;
+    for (const char* q : {"\"\"\"", "'''", "\"", "'"}) {
+      const std::string qs(q);
+      if (text.compare(i, qs.size(), qs) != 0) continue;
+      std::size_t start = i + qs.size();
+      std::size_t end = text.find(qs, start);
+      if (end == std::string::npos) break;
+      std::stringstream ss(text.substr(start, end - start));
+      std::string line;
+      while (std::getline(ss, line)) {
+        const auto b = line.find_first_not_of(" \t\r");
+        if (b == std::string::npos) continue;
+        description = line.substr(b);
+        while (!description.empty() && std::isspace(static_cast<unsigned char>(description.back()))) description.pop_back();
+        break;
+      }
+      break;
+    }
+  }
+}
+
+// A package whose pyproject.toml asks for the main interpreter (cheap textual
+// check, used only to order the loads: main-interpreter plugins first).
+bool WantsMain(const std::string& path) {
+  std::ifstream f(path + "/pyproject.toml");
+  if (!f) return false;
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  static const std::regex kMain(R"(isolation\s*=\s*["']main["'])");
+  return std::regex_search(text, kMain);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Results on a private, high-numbered duplicate of stdout; fd 1 -> stderr.
+  int res_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 200);
+  if (res_fd < 0) res_fd = ::dup(STDOUT_FILENO);
+  ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  FILE* res = ::fdopen(res_fd, "w");
+  if (res == nullptr) return 3;
+  std::string log_level = "error";
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--log-level") log_level = argv[i + 1];
+  }
+  if (auto lvl = ge::ParseLogLevel(log_level)) ge::SetLogLevel(*lvl);
+
+  std::vector<std::string> paths;
+  for (std::string line; std::getline(std::cin, line);) {
+    if (!line.empty()) paths.push_back(line);
+  }
+  // Main-interpreter plugins first (numpy must be loaded by the main
+  // interpreter before any sub-interpreter exists; DESIGN.md).
+  std::stable_partition(paths.begin(), paths.end(), [](const std::string& p) { return WantsMain(p); });
+
+  auto emit = [&](const json& j) {
+    const std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    std::fwrite(s.data(), 1, s.size(), res);
+    std::fflush(res);
+  };
+
+  // Each plugin gets its own host and registry: conflicts are resolved by the
+  // parent, in path order, over every plugin (also across scanner children).
+  struct Kept {
+    std::unique_ptr<ge::OpRegistry> registry;
+    std::unique_ptr<ge::host::PluginHost> host;
+  };
+  for (const auto& path : paths) {
+    emit({{"begin", path}});
+    json r;
+    r["path"] = path;
+    try {
+      Kept k;
+      k.registry = std::make_unique<ge::OpRegistry>();
+      ge::host::HostOptions opts;
+      opts.use_env_opp_path = false;
+      k.host = std::make_unique<ge::host::PluginHost>(opts, *k.registry);
+      const ge::host::PluginReport rep = k.host->LoadPlugin(path);
+      const bool is_package = ge::registry::IsDirectory(path);
+      std::string version = rep.version, description = rep.description;
+      SourceMetadata(path, is_package, version, description);
+      r["name"] = rep.name;
+      r["version"] = version;
+      r["description"] = description;
+      r["isolation"] = rep.isolation.empty() ? "subinterpreter" : rep.isolation;
+      r["status"] = rep.status == "ok" ? "ok" : "error";
+      r["error"] = rep.error;
+      if (!rep.details.empty()) r["details"] = rep.details;
+      ge::registry::ErrorLocation(rep.error, rep.details, path, r);
+      json ops = json::array();
+      for (const auto& [op_type, caps] : rep.capabilities) {
+        json op = {{"op_type", op_type}, {"capabilities", SplitCaps(caps)}, {"validation", "ok"}};
+        if (auto reg = k.registry->Find(op_type)) op["prototype"] = SchemaJson(*reg->schema);
+        ops.push_back(op);
+      }
+      r["ops"] = ops;
+      // Unloading ends the sub-interpreter (cheap, and memory stays flat) and
+      // makes a main-interpreter plugin forget its modules before the next.
+      k.host.reset();
+    } catch (const std::exception& e) {
+      r["status"] = "error";
+      r["error"] = std::string("scanner: ") + e.what();
+      r["ops"] = json::array();
+    }
+    emit(r);
+  }
+  std::fflush(res);
+  std::fflush(stderr);
+  ::_exit(0);  // no interpreter tear-down: the process ends here
+}

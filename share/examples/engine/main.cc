@@ -1,0 +1,87 @@
+// ge-example-engine: how an engine uses the plugin host through its C++ API.
+//
+//   ge-example-engine OPP_PATH [SOC]
+//
+// Loads the plugins of OPP_PATH, prints the load report, then drives
+// TiledSoftmaxCustom (plugins/samples/tiled_softmax) the way a graph engine
+// would: infer_meta, compile for SOC (default host), then execute, all through
+// the C++ capability interfaces; the op happens to be written in Python.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "ge/host/plugin_host.h"
+#include "ge/op/custom_op.h"
+#include "ge/op/op_registry.h"
+#include "ge/platform/platform_info.h"
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: ge-example-engine OPP_PATH [SOC]\n";
+    return 2;
+  }
+  const std::string soc = argc > 2 ? argv[2] : "host";
+
+  ge::OpRegistry registry;  // C++ ops and Python adapters are peers in it
+  ge::host::HostOptions options;
+  options.opp_paths = ge::host::SplitOppPath(argv[1]);
+  options.use_env_opp_path = false;
+  ge::host::PluginHost host(options, registry);
+  for (const auto& r : host.LoadAll()) {
+    std::cout << "plugin " << r.name << " [" << r.status << ", " << r.isolation << "]"
+              << (r.error.empty() ? "" : ": " + r.error) << "\n";
+  }
+
+  std::shared_ptr<ge::BaseCustomOp> op = registry.Create("TiledSoftmaxCustom");
+  if (!op) {
+    std::cerr << "TiledSoftmaxCustom is not registered\n";
+    return 1;
+  }
+  const ge::OpSchema& schema = op->GetSchema();
+  std::cout << "op " << schema.ToString() << " capabilities " << ge::CapabilityString(op->GetCapabilities()) << "\n";
+
+  // infer_meta
+  ge::TensorDesc x_desc(ge::Shape{4, 3}, ge::DT_FLOAT);
+  ge::RuntimeAttrs attrs;
+  ge::InferMetaContext im(schema, {x_desc}, ge::InstanceLayout({1}), attrs);
+  ge::Status st = ge::CustomOpCast<ge::InferMetaOp>(op)->InferMeta(&im);
+  if (!st.ok()) {
+    std::cerr << st.Describe() << "\n";
+    return 1;
+  }
+
+  // compile for the target platform
+  std::map<std::string, std::string> compile_options{{"tiling.max_block_dim", "8"}};
+  ge::OpCompileContext cc(schema, {x_desc}, ge::InstanceLayout({1}), im.Outputs(), im.OutputLayout(), attrs,
+                          compile_options, [soc]() {
+                            return std::make_shared<const ge::PlatformInfos>(
+                                ge::PlatformInfos::ForSoc(soc, ge::DefaultPlatformDir()));
+                          });
+  if (auto* compilable = ge::CustomOpCast<ge::CompilableOp>(op)) {
+    st = compilable->Compile(&cc);
+    if (!st.ok()) {
+      std::cerr << st.Describe() << "\n";
+      return 1;
+    }
+  }
+
+  // execute on host tensors
+  ge::Tensor x = ge::Tensor::Allocate(x_desc);
+  for (int i = 0; i < 12; ++i) x.Data<float>()[i] = static_cast<float>(i % 3);
+  ge::EagerOpExecutionContext ec(schema, {&x}, ge::InstanceLayout({1}), attrs, im.OutputLayout());
+  st = ge::CustomOpCast<ge::EagerExecuteOp>(op)->Execute(&ec);
+  if (!st.ok()) {
+    std::cerr << st.Describe() << "\n";
+    return 1;
+  }
+  auto outs = ec.TakeOutputs();
+  const float* y = outs[0]->Data<float>();
+  const int64_t* tiling = outs[1]->Data<int64_t>();
+  std::printf("softmax row 0: %.4f %.4f %.4f\n", y[0], y[1], y[2]);
+  std::printf("tiling for %s: block_dim=%lld rows_per_block=%lld core_num=%lld\n", soc.c_str(),
+              static_cast<long long>(tiling[0]), static_cast<long long>(tiling[1]), static_cast<long long>(tiling[2]));
+  const float sum = y[0] + y[1] + y[2];
+  std::printf("row sum %.6f, Python calls %llu\n", sum, static_cast<unsigned long long>(host.PythonCalls()));
+  return std::fabs(sum - 1.0f) < 1e-5f ? 0 : 1;
+}

@@ -1,0 +1,54 @@
+#!/bin/bash
+# Installs the build to a temporary prefix, moves it (relocatability), then:
+# no build or source paths in installed text files or RUNPATHs; the installed
+# ge-run runs a sample graph; the example engine (share/examples/engine) builds
+# against the CMake package and runs; a program builds with pkg-config.
+# Usage: check_install.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd); src=$(cd "$2" && pwd)
+work=$(mktemp -d /tmp/ge-install-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/stage" > "$work/install.log"
+mv "$work/stage" "$work/prefix"
+prefix="$work/prefix"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# 1. nothing points back at the build machine's tree
+if grep -rIl -e "$build" -e "$src" "$prefix" --exclude-dir=__pycache__ | grep -v '\.so' ; then
+  fail "installed text files mention the build or source tree"
+fi
+while IFS= read -r f; do
+  if readelf -d "$f" 2>/dev/null | grep -E 'RUNPATH|RPATH' | grep -q -e "$build" -e "$src"; then
+    fail "$f has a RUNPATH into the build tree"
+  fi
+done < <(find "$prefix" -type f \( -name '*.so*' -o -path '*/bin/*' \))
+echo "ok: no build paths in installed files"
+
+# 2. the installed tool runs (relocated prefix)
+"$prefix/bin/ge-run" "$prefix/share/ge-plugin/examples/attention_block.json" \
+  --opp-path "$prefix/share/ge-plugin/plugins/samples" --output-dir "$work/out" --soc Ascend910B1 > "$work/run.log" \
+  || { cat "$work/run.log"; fail "installed ge-run failed"; }
+/usr/bin/python3 "$src/share/examples/check_attention_block.py" "$work/out" | tail -1
+echo "ok: installed ge-run"
+
+# 3. the example engine against the CMake package
+cmake -S "$src/share/examples/engine" -B "$work/example" -DCMAKE_PREFIX_PATH="$prefix" > "$work/example.log" 2>&1 \
+  || { cat "$work/example.log"; fail "configuring the example engine failed"; }
+cmake --build "$work/example" > "$work/example-build.log" 2>&1 || { cat "$work/example-build.log"; fail "building it failed"; }
+"$work/example/ge-example-engine" "$prefix/share/ge-plugin/plugins/samples" Ascend310P3 | tee "$work/example-run.log"
+grep -q "row sum 1.000000" "$work/example-run.log" || fail "the example engine gave a wrong result"
+echo "ok: example engine via find_package(GePlugin)"
+
+# 4. pkg-config
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig:$(find "$prefix" -type d -name pkgconfig | head -1)"
+cat > "$work/pc.cc" <<'CC'
+#include "ge/op/op_registry.h"
+#include "ge/host/plugin_host.h"
+int main() { ge::OpRegistry r; return ge::RegisterBuiltinOps(r).ok() && r.Find("ReluCpp") ? 0 : 1; }
+CC
+# shellcheck disable=SC2046
+g++ -std=c++17 "$work/pc.cc" -o "$work/pc" $(pkg-config --cflags --libs ge-plugin-host) \
+  -Wl,-rpath,"$(pkg-config --variable=libdir ge-plugin-host)" || fail "building with pkg-config failed"
+"$work/pc" || fail "the pkg-config program failed"
+echo "ok: pkg-config"
+echo "install check passed"
