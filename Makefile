@@ -10,9 +10,11 @@ JOBS ?= $(shell nproc)
 PYTHON := /usr/bin/python3
 DEB_PACKAGES := cmake make g++ ccache python3 python3-dev python3-numpy python3-pytest \
   libboost-python-dev libboost-filesystem-dev libboost-program-options-dev libboost-test-dev \
-  libspdlog-dev nlohmann-json3-dev libbenchmark-dev
+  libspdlog-dev nlohmann-json3-dev libbenchmark-dev pkgconf binutils
 
-.PHONY: all deps configure build run test bench clean
+PREFIX ?= /usr/local
+
+.PHONY: all deps configure build run test bench install clean
 
 all: build
 
@@ -54,6 +56,9 @@ test: build
 bench: build
 	$(BUILD)/bin/ge-bench-dispatch --benchmark_min_time=0.2
 	$(BUILD)/bin/ge-bench-launch --benchmark_min_time=0.2
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD)

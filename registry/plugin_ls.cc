@@ -1,1 +1,343 @@
+// ge-plugin-ls: which plugins are installed, what they provide, what is broken.
+#include "plugin_ls.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <filesystem>
+#include <iomanip>
+#include <set>
+#include <sstream>
+
+#include "client.h"
+#include "ge/log.h"
+#include "registry_common.h"
+
+namespace po = boost::program_options;
+namespace stdfs = std::filesystem;
+
+namespace ge::registry {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ge-plugin-ls [--opp-path P] [--json] [--no-daemon] [--socket PATH] [--cache PATH] [--op OP_TYPE]\n"
+    "                    [--status S] [--check PATH] [--rescan] [--timeout S] [--allow-insecure] [--log-level L]";
+
+const std::set<std::string> kStatuses = {"ok", "error", "conflict", "crashed", "hung", "exited", "insecure"};
+
+bool Has(const json& caps, const char* c) {
+  for (const auto& x : caps) {
+    if (x.is_string() && x.get<std::string>() == c) return true;
+  }
+  return false;
+}
+
+std::string Pad(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+
+void PrintTable(const json& plugins, std::ostream& out, bool color) {
+  const char* kCols[] = {"PLUGIN", "VERSION", "OP_TYPE", "EXECUTE", "COMPILE", "LAUNCH-ARGS", "INFER-META", "ISOLATION",
+                         "STATUS"};
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> status_of_row, reason_of_row;
+  for (const auto& p : plugins) {
+    const std::string name = Printable(p.value("name", "")), version = Printable(p.value("version", ""));
+    const std::string status = p.value("status", "error");
+    std::string reason = Printable(p.value("error", ""));
+    const json ops = p.value("ops", json::array());
+    auto add = [&](const std::string& op, const json& caps, bool first) {
+      auto mark = [&](const char* c) { return op == "-" ? std::string("-") : Has(caps, c) ? "yes" : "-"; };
+      rows.push_back({first ? name : "", first ? (version.empty() ? "-" : version) : "", op, mark("eager_execute"),
+                      mark("compilable"), mark("annotated_args"), mark("infer_meta"),
+                      first ? (p.value("isolation", "").empty() ? "-" : p.value("isolation", "")) : "",
+                      first ? status : ""});
+      status_of_row.push_back(first ? status : "");
+      reason_of_row.push_back(first && status != "ok" ? reason : "");
+    };
+    if (ops.empty()) {
+      add("-", json::array(), true);
+    } else {
+      bool first = true;
+      for (const auto& op : ops) {
+        add(Printable(op.value("op_type", "")), op.value("capabilities", json::array()), first);
+        first = false;
+      }
+    }
+  }
+  std::vector<std::size_t> w(9);
+  for (int i = 0; i < 9; ++i) w[i] = std::strlen(kCols[i]);
+  for (const auto& r : rows) {
+    for (int i = 0; i < 9; ++i) w[i] = std::max(w[i], std::min<std::size_t>(r[i].size(), 40));
+  }
+  std::ostringstream s;
+  for (int i = 0; i < 9; ++i) s << (i ? "  " : "") << (i < 8 ? Pad(kCols[i], w[i]) : std::string(kCols[i]));
+  out << (color ? "\033[1m" : "") << s.str() << (color ? "\033[0m" : "") << "\n";
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const auto& r = rows[k];
+    for (int i = 0; i < 8; ++i) out << (i ? "  " : "") << Pad(r[i], w[i]);
+    const std::string& st = status_of_row[k];
+    if (!st.empty()) {
+      const char* c = st == "ok" ? "\033[32m" : st == "conflict" || st == "insecure" ? "\033[33m" : "\033[31m";
+      out << "  " << (color ? c : "") << st << (color ? "\033[0m" : "");
+      if (!reason_of_row[k].empty()) out << ": " << reason_of_row[k];
+    }
+    out << "\n";
+  }
+}
+
+json Filter(const json& plugins, const std::string& op, const std::string& status) {
+  json outp = json::array();
+  for (const auto& p : plugins) {
+    if (!status.empty() && p.value("status", "") != status) continue;
+    if (!op.empty()) {
+      json ops = json::array();
+      for (const auto& o : p.value("ops", json::array())) {
+        if (o.value("op_type", "") == op) ops.push_back(o);
+      }
+      if (ops.empty()) continue;
+      json q = p;
+      q["ops"] = ops;
+      outp.push_back(q);
+      continue;
+    }
+    outp.push_back(p);
+  }
+  return outp;
+}
+
+// --check: every problem of one plugin with a hint. Returns the exit code.
+int Check(const std::string& path, const RefreshOptions& ropts, const std::vector<std::string>& entries, bool json_out,
+          std::ostream& out, std::ostream& err) {
+  std::vector<json> problems_found;
+  std::vector<json> disc;
+  std::vector<Found> found = Discover({path}, disc);
+  std::error_code ec;
+  if (found.empty() && stdfs::is_directory(path, ec) && stdfs::is_regular_file(stdfs::path(path) / "__init__.py", ec)) {
+    Found f;
+    f.path = stdfs::canonical(path, ec).string();
+    f.name = stdfs::path(f.path).filename().string();
+    f.root = stdfs::path(f.path).parent_path().string();
+    f.is_package = true;
+    found.push_back(f);
+  }
+  json report;
+  std::vector<std::pair<std::string, std::string>> problems;  // (problem, hint)
+  std::vector<std::string> notes;
+  if (found.size() != 1) {
+    report = {{"path", path}, {"status", "error"}};
+    problems.emplace_back(disc.empty() ? path + " is not one plugin" : disc[0].value("error", ""),
+                          "give a .py file or a package folder with __init__.py");
+  } else {
+    const Found& f = found[0];
+    const std::string insecure = ropts.allow_insecure ? "" : InsecureReason(f, ::geteuid());
+    if (!insecure.empty()) {
+      problems.emplace_back(insecure, "make the plugin owned by you or root and not writable by others "
+                                      "(chown, chmod o-w), or pass --allow-insecure");
+    }
+    report = ScanPlugins({f.path}, ropts.scan)[0];
+    const std::string st = report.value("status", "error");
+    const std::string e = report.value("error", "");
+    if (st == "error") {
+      std::string where;
+      if (report.contains("error_file")) where = " [" + report["error_file"].get<std::string>() + ":" +
+                                                 std::to_string(report["error_line"].get<int>()) + "]";
+      std::string hint = "fix the error above; see share/docs/plugin-authors.md";
+      if (e.find("SyntaxError") != std::string::npos) hint = "fix the syntax at the given line";
+      else if (e.find("ModuleNotFoundError") != std::string::npos) hint = "install the missing module or vendor it inside the package";
+      else if (e.find("expected") != std::string::npos) hint = "make the method signature match the register_op prototype (API.md section 5)";
+      else if (e.find("sub-interpreter") != std::string::npos) hint = "set isolation = \"main\" under [tool.ge-plugin] in pyproject.toml";
+      else if (e.find("pyproject") != std::string::npos) hint = "fix pyproject.toml ([project] name/version/description, [tool.ge-plugin] isolation)";
+      problems.emplace_back(e + where, hint);
+    } else if (st == "crashed" || st == "hung" || st == "exited") {
+      problems.emplace_back(e, st == "hung" ? "do not block or loop at import time; defer work to the callbacks"
+                                            : "do not exit or crash the process at import time (no os._exit, no faulty C extension)");
+    }
+    if (st == "ok" && report.value("ops", json::array()).empty()) {
+      problems.emplace_back(f.path + " registers no op", "decorate a prototype with @register_op and a class with @register_op_impl");
+    }
+    if (st == "ok" && !entries.empty()) {
+      // Conflicts with what is installed (other plugins of the opp path).
+      RefreshOptions q = ropts;
+      q.scan.quiet_children = true;
+      std::map<std::string, json> records;
+      std::string why;
+      if (auto cache = LoadCache(DefaultCachePath(), &why)) records = CacheRecords(*cache);
+      for (const auto& r : records) {
+        if (r.first == f.path || r.second.value("status", "") != "ok") continue;
+        for (const auto& op : r.second.value("ops", json::array())) {
+          for (const auto& mine : report.value("ops", json::array())) {
+            if (op.value("op_type", "") == mine.value("op_type", "")) {
+              problems.emplace_back("op_type '" + mine.value("op_type", "") + "' is also defined by " + r.first,
+                                    "rename the op_type (the first plugin in path order wins)");
+            }
+          }
+        }
+      }
+    }
+    if (report.value("version", "").empty()) notes.push_back("no version: set [project] version in pyproject.toml or __version__");
+    if (report.value("description", "").empty()) notes.push_back("no description: add a module docstring or [project] description");
+  }
+  if (json_out) {
+    json pj = json::array();
+    for (const auto& [p, h] : problems) pj.push_back({{"problem", p}, {"hint", h}});
+    out << json({{"path", path}, {"plugin", report}, {"problems", pj}, {"notes", notes}, {"ok", problems.empty()}})
+               .dump(-1, ' ', false, json::error_handler_t::replace)
+        << "\n";
+  } else {
+    out << "checking " << path << ": " << report.value("status", "error") << "\n";
+    for (const auto& op : report.value("ops", json::array())) {
+      out << "  op " << Printable(op.value("op_type", ""));
+      if (op.contains("prototype")) out << "  " << Printable(op["prototype"].value("signature", ""));
+      out << "  [";
+      bool first = true;
+      for (const auto& c : op.value("capabilities", json::array())) out << (first ? "" : ", ") << c.get<std::string>(), first = false;
+      out << "]\n";
+    }
+    for (const auto& [p, h] : problems) out << "problem: " << Printable(p) << "\n  hint: " << h << "\n";
+    if (report.contains("details") && !problems.empty()) out << report["details"].get<std::string>() << "\n";
+    for (const auto& n : notes) out << "note: " << n << "\n";
+    out << (problems.empty() ? "no problems found\n" : std::to_string(problems.size()) + " problem(s) found\n");
+  }
+  return problems.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+int RunPluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool out_is_tty,
+                bool err_is_tty) {
+  std::string opp_path, socket_path, cache_path, op, status, check, log_level;
+  bool json_out = false, no_daemon = false, rescan = false, allow_insecure = false;
+  double timeout_s = 10.0;
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")(
+      "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
+      "json", po::bool_switch(&json_out), "print JSON")("no-daemon", po::bool_switch(&no_daemon),
+                                                        "do not ask the registry daemon (read the cache or scan)")(
+      "socket", po::value<std::string>(&socket_path), "the daemon's socket (default as ge-plugin-registryd)")(
+      "cache", po::value<std::string>(&cache_path), "the cache file (default as ge-plugin-registryd)")(
+      "op", po::value<std::string>(&op), "only plugins providing OP_TYPE")(
+      "status", po::value<std::string>(&status), "only plugins with this status (ok, error, conflict, crashed, hung, exited, insecure)")(
+      "check", po::value<std::string>(&check), "validate one plugin (a .py file or package folder); exit 1 on problems")(
+      "rescan", po::bool_switch(&rescan), "rescan every plugin first")(
+      "timeout", po::value<double>(&timeout_s), "seconds a plugin may take to load when scanning here (default 10)")(
+      "allow-insecure", po::bool_switch(&allow_insecure), "scan plugins writable by others / owned by another user")(
+      "log-level", po::value<std::string>(&log_level), "trace, debug, info, warn, error, off");
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv)
+                  .options(desc)
+                  .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+                  .run(),
+              vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+      out << kUsage << "\n\n" << desc;
+      return 0;
+    }
+    if (!status.empty() && !kStatuses.count(status)) {
+      err << "ge-plugin-ls: unknown --status '" << status << "' (ok, error, conflict, crashed, hung, exited, insecure)\n";
+      return 2;
+    }
+    if (!(timeout_s > 0)) {
+      err << "ge-plugin-ls: --timeout must be > 0\n";
+      return 2;
+    }
+    if (!log_level.empty()) {
+      auto lvl = ParseLogLevel(log_level);
+      if (!lvl) {
+        err << "ge-plugin-ls: unknown --log-level '" << log_level << "'\n";
+        return 2;
+      }
+      SetLogLevel(*lvl);
+    }
+  } catch (const po::error& e) {
+    err << "ge-plugin-ls: " << e.what() << "\n" << kUsage << "\n";
+    return 2;
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  RefreshOptions ropts;
+  ropts.allow_insecure = allow_insecure;
+  ropts.scan.timeout_s = timeout_s;
+  ropts.scan.log_level = log_level.empty() ? (std::getenv("GE_LOG_LEVEL") ? "" : "error") : log_level;
+  ropts.scan.quiet_children = log_level.empty() && !std::getenv("GE_LOG_LEVEL");
+  const std::vector<std::string> entries = OppEntries(opp_path);
+  if (!check.empty()) return Check(check, ropts, entries, json_out, out, err);
+
+  json plugins;
+  std::string source;
+  if (!no_daemon) {
+    Client c;
+    std::string why;
+    if (c.Connect(socket_path.empty() ? DefaultSocketPath() : socket_path, 2000, &why)) {
+      if (rescan) {
+        auto r = c.Request({{"cmd", "rescan"}}, &why);
+        if (!r || !r->value("ok", false)) {
+          err << "ge-plugin-ls: rescan failed: " << (r ? r->value("error", std::string("?")) : why) << "\n";
+          return 1;
+        }
+      }
+      if (auto line = c.RequestRaw(R"({"cmd":"list"})", &why, 60000)) {
+        json j = json::parse(*line, nullptr, false);
+        const bool same_path = opp_path.empty() || (j.is_object() && j.value("opp_path", json::array()) == json(entries));
+        if (j.is_object() && j.value("ok", false) && same_path) {
+          plugins = std::move(j["plugins"]);
+          source = "daemon";
+        } else if (!same_path) {
+          spdlog::debug("the daemon serves another opp path; not using it");
+        }
+      }
+    }
+  }
+  if (source.empty()) {
+    if (entries.empty()) {
+      err << "ge-plugin-ls: no opp path: give --opp-path or set ASCEND_CUSTOM_OPP_PATH (or start ge-plugin-registryd)\n";
+      return 2;
+    }
+    const std::string cpath = cache_path.empty() ? DefaultCachePath() : cache_path;
+    std::map<std::string, json> records;
+    std::string why;
+    if (!rescan) {
+      if (auto cache = LoadCache(cpath, &why)) {
+        if (cache->value("opp_path", json::array()) == json(entries)) records = CacheRecords(*cache);
+      } else if (stdfs::exists(cpath)) {
+        Logger("ge-plugin-ls")->warn("{}; scanning", why);
+      }
+    }
+    bool progress_shown = false;
+    if (err_is_tty) {
+      ropts.scan.progress = [&](std::size_t done, std::size_t total) {
+        err << "\rscanning plugins: " << done << "/" << total << std::flush;
+        progress_shown = true;
+      };
+    }
+    RefreshStats stats;
+    std::vector<json> ordered = Refresh(entries, records, ropts, &stats, rescan);
+    if (progress_shown) err << "\r\033[K" << std::flush;
+    source = stats.scanned == 0 && !records.empty() ? "cache" : "scan";
+    if (stats.scanned > 0 || stats.removed > 0) {
+      std::string w;
+      if (!SaveCache(cpath, entries, records, &w)) Logger("ge-plugin-ls")->info("{}", w);
+    }
+    plugins = json::array();
+    for (const auto& r : ordered) plugins.push_back(Summary(r));
+  }
+  const bool filtered = !op.empty() || !status.empty();
+  if (filtered) plugins = Filter(plugins, op, status);
+  if (json_out) {
+    json j = {{"plugins", std::move(plugins)}, {"source", source}};
+    out << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    return filtered && j["plugins"].empty() ? 1 : 0;
+  }
+  PrintTable(plugins, out, out_is_tty && !std::getenv("NO_COLOR"));
+  std::map<std::string, int> counts;
+  for (const auto& p : plugins) counts[p.value("status", "error")]++;
+  std::ostringstream s;
+  s << plugins.size() << " plugin(s)";
+  for (const auto& [k, v] : counts) s << ", " << v << " " << k;
+  s << " (source: " << source << ")";
+  out << s.str() << "\n";
+  return filtered && plugins.empty() ? 1 : 0;
+}
+
+}  // namespace ge::registry

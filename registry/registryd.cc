@@ -1,1 +1,625 @@
+// ge-plugin-registryd: scans the opp folders out of process, caches the
+// result, watches the folders with inotify and serves the registry over a
+// Unix socket (line-delimited JSON). See share/docs/registry.md.
+#include "registryd.h"
 
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <boost/asio.hpp>
+#include <boost/program_options.hpp>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "ge/log.h"
+#include "registry_common.h"
+
+namespace asio = boost::asio;
+namespace po = boost::program_options;
+namespace stdfs = std::filesystem;
+using asio::local::stream_protocol;
+
+namespace ge::registry {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: ge-plugin-registryd [--opp-path P] [--socket PATH] [--cache PATH] [--foreground] [--log-level L]\n"
+    "                           [--timeout S] [--jobs N] [--socket-group G] [--allow-insecure]";
+
+// The registry state shared by the scan worker and the network thread.
+class State {
+ public:
+  // Pre-serialized replies: `list` costs one write, whatever the size.
+  struct Snapshot {
+    std::string list_line;
+    std::map<std::string, json> by_path;  // effective records (conflicts resolved)
+    std::vector<std::string> order;       // paths in path order
+    std::map<std::string, int> counts;
+    uint64_t generation = 0;
+    double last_scan_ms = 0;
+  };
+  std::shared_ptr<const Snapshot> Get() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return snap_;
+  }
+  void Set(std::shared_ptr<const Snapshot> s) {
+    std::lock_guard<std::mutex> l(mu_);
+    snap_ = std::move(s);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const Snapshot> snap_ = std::make_shared<Snapshot>();
+};
+
+struct Task {
+  bool force = false;
+  std::vector<std::string> paths;           // forced paths (rescan of one plugin)
+  std::function<void(json)> done;           // called on the worker thread
+};
+
+class Daemon {
+ public:
+  Daemon(asio::io_context& io, std::vector<std::string> entries, std::string socket_path, std::string cache_path,
+         RefreshOptions ropts, int socket_gid)
+      : io_(io),
+        entries_(std::move(entries)),
+        socket_path_(std::move(socket_path)),
+        cache_path_(std::move(cache_path)),
+        ropts_(std::move(ropts)),
+        socket_gid_(socket_gid),
+        acceptor_(io),
+        inotify_(io),
+        debounce_(io),
+        signals_(io, SIGTERM, SIGINT, SIGHUP),
+        log_(Logger("registryd")),
+        start_(std::chrono::steady_clock::now()) {}
+
+  // Loads the cache, scans, binds. Returns false (with `why`) on fatal errors.
+  bool Start(std::string* why) {
+    std::string reason;
+    if (auto cache = LoadCache(cache_path_, &reason)) {
+      records_ = CacheRecords(*cache);
+      log_->info("loaded {} cached record(s) from {}", records_.size(), cache_path_);
+    } else if (stdfs::exists(cache_path_)) {
+      log_->warn("{}; rebuilding it", reason);
+    }
+    RunTask(Task{});  // the first scan, before clients are served
+    if (!Bind(why)) return false;
+    SetupInotify();
+    worker_ = std::thread([this] { WorkerLoop(); });
+    signals_.async_wait([this](const boost::system::error_code& ec, int sig) { OnSignal(ec, sig); });
+    Accept();
+    return true;
+  }
+
+  void Stop() {
+    if (stopping_.exchange(true)) return;
+    log_->info("stopping");
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    inotify_.close(ec);
+    debounce_.cancel();
+    signals_.cancel(ec);
+    {
+      std::lock_guard<std::mutex> l(qmu_);
+      qcv_.notify_all();
+    }
+    ::unlink(socket_path_.c_str());
+    io_.stop();
+  }
+
+  void Join() {
+    if (worker_.joinable()) worker_.join();
+  }
+
+  State state;
+
+ private:
+  // ---- scanning -----------------------------------------------------------------------------
+  json RunTask(const Task& t) {
+    const auto t0 = std::chrono::steady_clock::now();
+    RefreshStats stats;
+    std::vector<json> ordered = Refresh(entries_, records_, ropts_, &stats, t.force, t.paths);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    auto snap = std::make_shared<State::Snapshot>();
+    json plugins = json::array();
+    for (auto& r : ordered) {
+      plugins.push_back(Summary(r));
+      snap->counts[r.value("status", "error")]++;
+      const std::string p = r.value("path", "");
+      snap->order.push_back(p);
+      snap->by_path[p] = std::move(r);
+    }
+    snap->generation = ++generation_;
+    snap->last_scan_ms = ms;
+    json list = {{"ok", true}, {"source", "daemon"}, {"generation", snap->generation}, {"opp_path", entries_},
+                 {"plugins", std::move(plugins)}};
+    snap->list_line = list.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    state.Set(snap);
+    if (stats.scanned > 0 || stats.removed > 0 || !cache_written_) {
+      std::string why;
+      if (SaveCache(cache_path_, entries_, records_, &why)) {
+        cache_written_ = true;
+      } else {
+        log_->warn("{}", why);
+      }
+    }
+    log_->info("refresh: {} plugin(s), {} scanned, {} reused, {} removed in {:.1f} ms", stats.discovered, stats.scanned,
+               stats.reused, stats.removed, ms);
+    return {{"ok", true}, {"plugins", stats.discovered}, {"scanned", stats.scanned}, {"reused", stats.reused},
+            {"removed", stats.removed}, {"generation", snap->generation}, {"ms", ms}};
+  }
+
+  void Enqueue(Task t) {
+    std::lock_guard<std::mutex> l(qmu_);
+    queue_.push_back(std::move(t));
+    qcv_.notify_all();
+  }
+
+  void WorkerLoop() {
+    for (;;) {
+      std::vector<Task> batch;
+      {
+        std::unique_lock<std::mutex> l(qmu_);
+        qcv_.wait(l, [this] { return stopping_ || !queue_.empty(); });
+        if (stopping_) break;
+        batch.assign(queue_.begin(), queue_.end());
+        queue_.clear();
+      }
+      // Coalesce: one refresh serves every queued task.
+      Task merged;
+      for (const auto& t : batch) {
+        merged.force = merged.force || t.force;
+        merged.paths.insert(merged.paths.end(), t.paths.begin(), t.paths.end());
+      }
+      json result;
+      try {
+        result = RunTask(merged);
+      } catch (const std::exception& e) {
+        log_->error("refresh failed: {}", e.what());
+        result = {{"ok", false}, {"error", std::string("refresh failed: ") + e.what()}};
+      }
+      asio::post(io_, [this] { UpdateWatches(); });
+      for (auto& t : batch) {
+        if (t.done) t.done(result);
+      }
+    }
+  }
+
+  // ---- inotify --------------------------------------------------------------------------------
+  void SetupInotify() {
+    const int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd < 0) {
+      log_->warn("inotify unavailable ({}): changes are seen on SIGHUP or rescan only", std::strerror(errno));
+      return;
+    }
+    inotify_.assign(fd);
+    UpdateWatches();
+    ReadInotify();
+  }
+
+  void Watch(const std::string& dir) {
+    if (!inotify_.is_open()) return;
+    constexpr uint32_t kMask = IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |
+                               IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+    const int wd = ::inotify_add_watch(inotify_.native_handle(), dir.c_str(), kMask);
+    if (wd >= 0) watched_[wd] = dir;
+  }
+
+  // Watches each opp folder (the folder of a file entry, the parent of a
+  // missing one) and every folder inside each package plugin.
+  void UpdateWatches() {
+    if (!inotify_.is_open() || stopping_) return;
+    for (const auto& e : entries_) {
+      std::error_code ec;
+      if (stdfs::is_directory(e, ec)) {
+        Watch(e);
+        for (stdfs::directory_iterator it(e, ec), end; !ec && it != end; it.increment(ec)) {
+          if (it->path().filename() == "__pycache__" || !it->is_directory(ec)) continue;
+          Watch(it->path().string());
+          stdfs::recursive_directory_iterator rit(it->path(), ec), rend;
+          for (int n = 0; !ec && rit != rend && n < 2000; rit.increment(ec), ++n) {
+            if (!rit->is_directory(ec)) continue;
+            if (rit->path().filename() == "__pycache__") {
+              rit.disable_recursion_pending();
+              continue;
+            }
+            Watch(rit->path().string());
+          }
+        }
+      } else {
+        const auto parent = stdfs::path(e).parent_path();
+        Watch(parent.empty() ? "." : parent.string());
+      }
+    }
+  }
+
+  void ReadInotify() {
+    inotify_.async_read_some(asio::buffer(ibuf_), [this](const boost::system::error_code& ec, std::size_t n) {
+      if (ec || stopping_) return;
+      bool relevant = false;
+      for (std::size_t off = 0; off + sizeof(inotify_event) <= n;) {
+        const auto* ev = reinterpret_cast<const inotify_event*>(ibuf_.data() + off);
+        const std::string name = ev->len ? std::string(ev->name) : std::string();
+        if (ev->mask & IN_IGNORED) watched_.erase(ev->wd);
+        const bool noise = name == "__pycache__" || (name.size() > 4 && name.substr(name.size() - 4) == ".pyc") ||
+                           name.rfind(".registry.json.tmp", 0) == 0;
+        if (!noise && !(ev->mask & IN_IGNORED)) relevant = true;
+        off += sizeof(inotify_event) + ev->len;
+      }
+      if (relevant) {
+        // Debounce: an editor's or installer's burst of events is one refresh.
+        debounce_.expires_after(std::chrono::milliseconds(60));
+        debounce_.async_wait([this](const boost::system::error_code& e) {
+          if (!e && !stopping_) Enqueue(Task{});
+        });
+      }
+      ReadInotify();
+    });
+  }
+
+  // ---- socket ---------------------------------------------------------------------------------
+  bool Bind(std::string* why) {
+    const stdfs::path sp(socket_path_);
+    std::error_code ec;
+    if (sp.has_parent_path() && !stdfs::exists(sp.parent_path(), ec)) {
+      stdfs::create_directories(sp.parent_path(), ec);
+      ::chmod(sp.parent_path().c_str(), socket_gid_ >= 0 ? 0750 : 0700);
+      if (socket_gid_ >= 0) (void)::chown(sp.parent_path().c_str(), static_cast<uid_t>(-1), socket_gid_);
+    }
+    if (stdfs::exists(stdfs::symlink_status(sp, ec))) {
+      // A live daemon keeps its socket; a stale one (crash) is replaced.
+      stream_protocol::socket probe(io_);
+      boost::system::error_code cec;
+      probe.connect(stream_protocol::endpoint(socket_path_), cec);
+      if (!cec) {
+        *why = "another registry daemon is serving " + socket_path_;
+        return false;
+      }
+      ::unlink(socket_path_.c_str());
+    }
+    boost::system::error_code bec;
+    acceptor_.open(stream_protocol(), bec);
+    const mode_t old = ::umask(0177);  // never world-accessible, not even for a moment
+    if (!bec) acceptor_.bind(stream_protocol::endpoint(socket_path_), bec);
+    ::umask(old);
+    if (!bec) acceptor_.listen(asio::socket_base::max_listen_connections, bec);
+    if (bec) {
+      *why = "cannot listen on " + socket_path_ + ": " + bec.message();
+      return false;
+    }
+    if (socket_gid_ >= 0) {
+      (void)::chown(socket_path_.c_str(), static_cast<uid_t>(-1), socket_gid_);
+      ::chmod(socket_path_.c_str(), 0660);
+    } else {
+      ::chmod(socket_path_.c_str(), 0600);
+    }
+    log_->info("serving {} ({} plugin(s))", socket_path_, state.Get()->order.size());
+    return true;
+  }
+
+  struct Conn : std::enable_shared_from_this<Conn> {
+    explicit Conn(stream_protocol::socket s) : sock(std::move(s)), buf(kMaxMessageBytes + 1) {}
+    stream_protocol::socket sock;
+    asio::streambuf buf;
+    uid_t uid = static_cast<uid_t>(-1);
+    bool hello = false;
+    std::string out;
+  };
+
+  void Accept() {
+    acceptor_.async_accept([this](const boost::system::error_code& ec, stream_protocol::socket s) {
+      if (stopping_) return;
+      if (!ec) {
+        auto c = std::make_shared<Conn>(std::move(s));
+        ucred cred{};
+        socklen_t len = sizeof(cred);
+        if (::getsockopt(c->sock.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) c->uid = cred.uid;
+        ReadRequest(c);
+      } else {
+        log_->warn("accept: {}", ec.message());
+      }
+      Accept();
+    });
+  }
+
+  void ReadRequest(std::shared_ptr<Conn> c) {
+    asio::async_read_until(c->sock, c->buf, '\n', [this, c](const boost::system::error_code& ec, std::size_t n) {
+      if (stopping_) return;
+      if (ec == asio::error::not_found) {
+        // Oversized: answer, then close (the rest of the line cannot be resynchronised).
+        Reply(c, {{"ok", false}, {"error", "request exceeds " + std::to_string(kMaxMessageBytes) + " bytes"}}, true);
+        return;
+      }
+      if (ec) return;  // the client went away
+      std::string line(asio::buffers_begin(c->buf.data()), asio::buffers_begin(c->buf.data()) + static_cast<long>(n));
+      c->buf.consume(n);
+      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+      Handle(c, line);
+    });
+  }
+
+  void Reply(const std::shared_ptr<Conn>& c, const json& j, bool close = false) {
+    WriteLine(c, std::make_shared<const std::string>(j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"),
+              close);
+  }
+
+  void WriteLine(const std::shared_ptr<Conn>& c, std::shared_ptr<const std::string> line, bool close) {
+    asio::async_write(c->sock, asio::buffer(*line), [this, c, line, close](const boost::system::error_code& ec, std::size_t) {
+      if (ec || close || stopping_) {
+        boost::system::error_code e;
+        c->sock.shutdown(asio::socket_base::shutdown_both, e);
+        c->sock.close(e);
+        return;
+      }
+      ReadRequest(c);
+    });
+  }
+
+  void Handle(const std::shared_ptr<Conn>& c, const std::string& line) {
+    if (line.empty()) {
+      ReadRequest(c);
+      return;
+    }
+    json req = json::parse(line, nullptr, false);
+    if (req.is_discarded() || !req.is_object()) {
+      Reply(c, {{"ok", false}, {"error", "malformed request: expected one JSON object per line"}});
+      return;
+    }
+    if (!req.contains("cmd") || !req["cmd"].is_string()) {
+      Reply(c, {{"ok", false}, {"error", "malformed request: missing string field \"cmd\""}});
+      return;
+    }
+    const std::string cmd = req["cmd"].get<std::string>();
+    if (cmd == "hello") {
+      const auto& p = req.contains("protocol") ? req["protocol"] : json();
+      if (!p.is_number_integer() || p.get<int64_t>() != kProtocolVersion) {
+        Reply(c, {{"ok", false}, {"protocol", kProtocolVersion},
+                  {"error", "unsupported protocol version " + p.dump() + " (this daemon speaks " +
+                                std::to_string(kProtocolVersion) + ")"}},
+              true);
+        return;
+      }
+      c->hello = true;
+      Reply(c, {{"ok", true}, {"protocol", kProtocolVersion}, {"server", "ge-plugin-registryd"}, {"version", "0.1.0"},
+                {"max_message_bytes", kMaxMessageBytes}});
+      return;
+    }
+    if (!c->hello) {
+      Reply(c, {{"ok", false}, {"error", "handshake required: send {\"cmd\": \"hello\", \"protocol\": " +
+                                             std::to_string(kProtocolVersion) + "} first"}});
+      return;
+    }
+    auto snap = state.Get();
+    if (cmd == "list") {
+      WriteLine(c, std::shared_ptr<const std::string>(snap, &snap->list_line), false);
+    } else if (cmd == "show") {
+      std::string key;
+      for (const char* k : {"path", "name", "op_type"}) {
+        if (req.contains(k) && req[k].is_string()) key = k;
+      }
+      if (key.empty()) {
+        Reply(c, {{"ok", false}, {"error", "show needs a string \"name\", \"path\" or \"op_type\""}});
+        return;
+      }
+      const std::string want = req[key].get<std::string>();
+      for (const auto& p : snap->order) {
+        const json& r = snap->by_path.at(p);
+        bool match = false;
+        if (key == "path") match = r.value("path", "") == want;
+        if (key == "name") match = r.value("name", "") == want || r.value("module", "") == want;
+        if (key == "op_type") {
+          for (const auto& op : r.value("ops", json::array())) match = match || op.value("op_type", "") == want;
+        }
+        if (match) {
+          Reply(c, {{"ok", true}, {"plugin", r}});
+          return;
+        }
+      }
+      Reply(c, {{"ok", false}, {"error", "no plugin with " + key + " '" + want + "'"}});
+    } else if (cmd == "status") {
+      Reply(c, {{"ok", true},
+                {"pid", ::getpid()},
+                {"uid", ::geteuid()},
+                {"protocol", kProtocolVersion},
+                {"uptime_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()},
+                {"plugins", snap->order.size()},
+                {"counts", snap->counts},
+                {"generation", snap->generation},
+                {"last_scan_ms", snap->last_scan_ms},
+                {"opp_path", entries_},
+                {"socket", socket_path_},
+                {"cache", cache_path_},
+                {"watches", watched_.size()}});
+    } else if (cmd == "rescan") {
+      if (!MayChangeState(c->uid, ::geteuid())) {
+        log_->warn("rescan refused to uid {}", c->uid);
+        Reply(c, {{"ok", false}, {"code", "forbidden"},
+                  {"error", "rescan refused: uid " + std::to_string(c->uid) +
+                                " is neither root nor the daemon's user (uid " + std::to_string(::geteuid()) + ")"}});
+        return;
+      }
+      Task t;
+      if (req.contains("path") && req["path"].is_string()) {
+        t.paths.push_back(req["path"].get<std::string>());
+      } else {
+        t.force = true;
+      }
+      t.done = [this, c](json result) { asio::post(io_, [this, c, result] { Reply(c, result); }); };
+      Enqueue(std::move(t));
+    } else {
+      Reply(c, {{"ok", false}, {"error", "unknown cmd '" + Printable(cmd).substr(0, 64) +
+                                             "' (known: hello, list, show, rescan, status)"}});
+    }
+  }
+
+  void OnSignal(const boost::system::error_code& ec, int sig) {
+    if (ec || stopping_) return;
+    if (sig == SIGHUP) {
+      log_->info("SIGHUP: rescanning");
+      Enqueue(Task{true, {}, nullptr});
+      signals_.async_wait([this](const boost::system::error_code& e, int s) { OnSignal(e, s); });
+      return;
+    }
+    Stop();
+  }
+
+  asio::io_context& io_;
+  std::vector<std::string> entries_;
+  std::string socket_path_, cache_path_;
+  RefreshOptions ropts_;
+  int socket_gid_;
+  stream_protocol::acceptor acceptor_;
+  asio::posix::stream_descriptor inotify_;
+  asio::steady_timer debounce_;
+  asio::signal_set signals_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::chrono::steady_clock::time_point start_;
+  std::map<std::string, json> records_;  // worker thread only (after Start)
+  uint64_t generation_ = 0;
+  bool cache_written_ = false;
+  std::map<int, std::string> watched_;  // io thread only
+  std::array<char, 64 * 1024> ibuf_{};
+  std::atomic<bool> stopping_{false};
+  std::mutex qmu_;
+  std::condition_variable qcv_;
+  std::deque<Task> queue_;
+  std::thread worker_;
+};
+
+}  // namespace
+
+int RunRegistryd(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  std::string opp_path, socket_path, cache_path, log_level, socket_group;
+  bool foreground = false, allow_insecure = false;
+  double timeout_s = 10.0;
+  int jobs = 2;
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")(
+      "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
+      "socket", po::value<std::string>(&socket_path), "Unix socket (default: $RUNTIME_DIRECTORY, $XDG_RUNTIME_DIR, /run)")(
+      "cache", po::value<std::string>(&cache_path), "cache file (default: $CACHE_DIRECTORY, $XDG_CACHE_HOME, /var/cache)")(
+      "foreground", po::bool_switch(&foreground), "do not detach (systemd, tests)")(
+      "log-level", po::value<std::string>(&log_level), "trace, debug, info, warn, error, off (default: GE_LOG_LEVEL or warn)")(
+      "timeout", po::value<double>(&timeout_s), "seconds a plugin may take to load (default 10)")(
+      "jobs", po::value<int>(&jobs), "scanner processes in parallel (default 2)")(
+      "socket-group", po::value<std::string>(&socket_group),
+      "group that may connect (socket mode 0660; default: owner only, 0600)")(
+      "allow-insecure", po::bool_switch(&allow_insecure),
+      "load plugins writable by others or owned by another non-root user");
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv)
+                  .options(desc)
+                  .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+                  .run(),
+              vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+      out << kUsage << "\n\n" << desc;
+      return 0;
+    }
+    if (!(timeout_s > 0) || jobs < 1 || jobs > 64) {
+      err << "ge-plugin-registryd: --timeout must be > 0 and --jobs in 1..64\n" << kUsage << "\n";
+      return 2;
+    }
+    if (!log_level.empty()) {
+      auto lvl = ParseLogLevel(log_level);
+      if (!lvl) {
+        err << "ge-plugin-registryd: unknown --log-level '" << log_level << "'\n";
+        return 2;
+      }
+      SetLogLevel(*lvl);
+    }
+  } catch (const po::error& e) {
+    err << "ge-plugin-registryd: " << e.what() << "\n" << kUsage << "\n";
+    return 2;
+  }
+  int gid = -1;
+  if (!socket_group.empty()) {
+    const group* g = ::getgrnam(socket_group.c_str());
+    if (g == nullptr) {
+      err << "ge-plugin-registryd: unknown --socket-group '" << socket_group << "'\n";
+      return 2;
+    }
+    gid = static_cast<int>(g->gr_gid);
+  }
+  const std::vector<std::string> entries = OppEntries(opp_path);
+  if (entries.empty()) {
+    err << "ge-plugin-registryd: no opp path: give --opp-path or set ASCEND_CUSTOM_OPP_PATH\n" << kUsage << "\n";
+    return 2;
+  }
+  if (socket_path.empty()) socket_path = DefaultSocketPath();
+  if (cache_path.empty()) cache_path = DefaultCachePath();
+  ::signal(SIGPIPE, SIG_IGN);
+
+  int ready_pipe[2] = {-1, -1};
+  if (!foreground) {
+    // Detach; the parent exits once the socket is served (or reports failure).
+    if (::pipe(ready_pipe) != 0) {
+      err << "ge-plugin-registryd: pipe: " << std::strerror(errno) << "\n";
+      return 1;
+    }
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      err << "ge-plugin-registryd: fork: " << std::strerror(errno) << "\n";
+      return 1;
+    }
+    if (pid > 0) {
+      ::close(ready_pipe[1]);
+      char c = 1;
+      const ssize_t n = ::read(ready_pipe[0], &c, 1);
+      return n == 1 && c == 0 ? 0 : 1;
+    }
+    ::close(ready_pipe[0]);
+    ::setsid();
+    const int nul = ::open("/dev/null", O_RDWR);
+    if (nul >= 0) ::dup2(nul, STDIN_FILENO), ::dup2(nul, STDOUT_FILENO), ::close(nul);
+  }
+  // Block the handled signals before any thread starts: only asio sees them.
+  sigset_t set;
+  sigemptyset(&set);
+  int rc = 0;
+  {
+    asio::io_context io;
+    RefreshOptions ropts;
+    ropts.allow_insecure = allow_insecure;
+    ropts.scan.timeout_s = timeout_s;
+    ropts.scan.jobs = jobs;
+    ropts.scan.log_level = log_level;
+    Daemon d(io, entries, socket_path, cache_path, ropts, gid);
+    std::string why;
+    if (!d.Start(&why)) {
+      err << "ge-plugin-registryd: " << why << "\n";
+      rc = 1;
+    } else {
+      if (ready_pipe[1] >= 0) {
+        const char ok = 0;
+        (void)::write(ready_pipe[1], &ok, 1);
+        ::close(ready_pipe[1]);
+        ready_pipe[1] = -1;
+      }
+      io.run();
+      d.Stop();
+      d.Join();
+    }
+  }
+  if (ready_pipe[1] >= 0) ::close(ready_pipe[1]);
+  return rc;
+}
+
+}  // namespace ge::registry

@@ -328,6 +328,15 @@ struct PluginHost::Impl {
   std::shared_ptr<spdlog::logger> log = Logger("host");
 
   Impl(HostOptions o, OpRegistry& r) : opts(std::move(o)), registry(r) {
+    if (opts.default_isolation != "subinterpreter" && opts.default_isolation != "main") {
+      throw std::invalid_argument("HostOptions::default_isolation must be \"subinterpreter\" or \"main\", got \"" +
+                                  opts.default_isolation + "\"");
+    }
+    if (!opts.log_level.empty()) {
+      auto level = ParseLogLevel(opts.log_level);
+      if (!level) throw std::invalid_argument("HostOptions::log_level: unknown level \"" + opts.log_level + "\"");
+      SetLogLevel(*level);
+    }
     runtime = PythonRuntime::Get(FindPythonDir(opts));
     // Leaf lock policy: the sink runs with the GIL held and only takes
     // spdlog's sink mutex, whose holders never wait for the GIL.
@@ -354,6 +363,7 @@ struct PluginHost::Impl {
       m.report.version = bp::extract<std::string>(md["version"]);
       m.report.description = bp::extract<std::string>(md["description"]);
       m.report.isolation = bp::extract<std::string>(md["isolation"]);
+      if (!bp::extract<bool>(md["isolation_set"])) m.report.isolation = opts.default_isolation;
     } catch (const bp::error_already_set&) {
       ErrorInfo e = py::FetchPythonError(d.name, d.path, "pyproject.toml");
       m.report.status = "error";

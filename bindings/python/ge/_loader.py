@@ -30,7 +30,8 @@ def read_metadata(path, is_package):
     naming the file and field for an unreadable file or a bad value.
     """
     name = os.path.splitext(os.path.basename(path.rstrip("/")))[0]
-    meta = {"name": name, "version": "", "description": "", "isolation": "subinterpreter", "pyproject": ""}
+    meta = {"name": name, "version": "", "description": "", "isolation": "subinterpreter", "pyproject": "",
+            "isolation_set": False}
     if not is_package:
         return meta
     pp = os.path.join(path, "pyproject.toml")
@@ -68,6 +69,7 @@ def read_metadata(path, is_package):
         raise ValueError(f"{pp}: tool.ge-plugin.isolation: got {iso!r}, supported: "
                          f"{', '.join(VALID_ISOLATIONS)} (process is not yet supported by this host)")
     meta["isolation"] = iso
+    meta["isolation_set"] = "isolation" in tool
     return meta
 
 

@@ -354,6 +354,11 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       throw EngineError(n.name, NodeWhere(n) + ": declare_launch_args failed (" + c.stats.source + "): " + st.message(),
                         st.Describe());
     }
+    if (ctx.Plan().launches.empty()) {
+      // A plan without launches would hand on outputs that nothing wrote.
+      throw EngineError(n.name, NodeWhere(n) + ": declare_launch_args (" + c.stats.source +
+                                    ") declared no launch (call add_launch at least once)");
+    }
     c.plan = ctx.TakePlan();
     for (const KernelLaunch& l : c.plan->launches) {
       CompiledNode::Launch launch;

@@ -35,6 +35,13 @@ struct HostOptions {
   std::string python_dir;
   // Seconds a sub-interpreter's leftover threads get to finish at unload.
   double thread_join_timeout_s = 0.5;
+  // Isolation of package plugins whose pyproject.toml does not set one, and of
+  // single-file plugins: "subinterpreter" (default) or "main". Others throw
+  // std::invalid_argument from the constructor.
+  std::string default_isolation = "subinterpreter";
+  // Log level of every component ("trace" ... "off"); empty keeps the current
+  // one (GE_LOG_LEVEL or warn). An unknown name throws std::invalid_argument.
+  std::string log_level;
 };
 
 // What happened to one plugin. status: "ok", "error", "conflict", "missing".
