@@ -446,6 +446,48 @@ BOOST_AUTO_TEST_CASE(op_type_conflict_first_in_path_order_wins) {
   }
 }
 
+// Main-interpreter plugins load first, but the first plugin in path order still
+// wins a conflict; the loser's registrations leave the main interpreter.
+BOOST_AUTO_TEST_CASE(path_order_wins_over_main_isolation_load_order) {
+  const std::string a = Canon(Case("conflict") + "/a_first.py");
+  const std::string c = Canon(Case("conflict_main") + "/c_main_later");
+  {
+    Loaded l({a, Case("conflict_main")});
+    Expect(l.reports, "a_first", "ok");
+    const PluginReport& r = Expect(l.reports, "c_main_later", "conflict");
+    BOOST_CHECK_EQUAL(r.isolation, "main");
+    BOOST_CHECK_MESSAGE(Contains(r.error, a) && Contains(r.error, c), r.error);
+    BOOST_CHECK((ExecFloats(l.registry, "HostConflict", {0}) == std::vector<float>{1}));
+  }
+  {
+    // Reversed path order: the main-isolation plugin is first and wins.
+    Loaded l({Case("conflict_main"), a});
+    Expect(l.reports, "c_main_later", "ok");
+    Expect(l.reports, "a_first", "conflict");
+    BOOST_CHECK((ExecFloats(l.registry, "HostConflict", {0}) == std::vector<float>{3}));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(host_options_default_isolation_and_log_level) {
+  for (const std::string iso : {"subinterpreter", "main"}) {
+    OpRegistry reg;
+    HostOptions o = Opts({Case("default_main")});
+    o.default_isolation = iso;
+    o.log_level = "warn";
+    PluginHost host(o, reg);
+    const PluginReport& r = Expect(host.LoadAll(), "dm_single", "ok");
+    BOOST_CHECK_EQUAL(r.isolation, iso);
+    BOOST_CHECK((ExecFloats(reg, "HostWhichInterp", {0}) == std::vector<float>{iso == "main" ? 1.0f : 0.0f}));
+  }
+  OpRegistry reg;
+  HostOptions bad = Opts({});
+  bad.default_isolation = "process";
+  BOOST_CHECK_THROW(PluginHost(bad, reg), std::invalid_argument);
+  HostOptions bad_level = Opts({});
+  bad_level.log_level = "loud";
+  BOOST_CHECK_THROW(PluginHost(bad_level, reg), std::invalid_argument);
+}
+
 BOOST_AUTO_TEST_CASE(missing_opp_path_entry) {
   const std::string missing = "/nonexistent/ge_missing_entry";
   Loaded l({missing, Case("good")});
