@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc)
 PYTHON := /usr/bin/python3
 DEB_PACKAGES := cmake make g++ ccache python3 python3-dev python3-numpy python3-pytest \
   libboost-python-dev libboost-filesystem-dev libboost-program-options-dev libboost-test-dev \
-  libspdlog-dev nlohmann-json3-dev libbenchmark-dev pkgconf binutils
+  libspdlog-dev nlohmann-json3-dev libbenchmark-dev pkgconf binutils mypy
 
 PREFIX ?= /usr/local
 

@@ -1,11 +1,13 @@
 // ge-plugin-ls: which plugins are installed, what they provide, what is broken.
 #include "plugin_ls.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <filesystem>
+#include <cstring>
 #include <iomanip>
 #include <set>
 #include <sstream>
@@ -75,8 +77,11 @@ void PrintTable(const json& plugins, std::ostream& out, bool color) {
   out << (color ? "\033[1m" : "") << s.str() << (color ? "\033[0m" : "") << "\n";
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const auto& r = rows[k];
-    for (int i = 0; i < 8; ++i) out << (i ? "  " : "") << Pad(r[i], w[i]);
+    std::string cells;
+    for (int i = 0; i < 8; ++i) cells += (i ? "  " : "") + Pad(r[i], w[i]);
     const std::string& st = status_of_row[k];
+    if (st.empty()) cells.erase(cells.find_last_not_of(' ') + 1);
+    out << cells;
     if (!st.empty()) {
       const char* c = st == "ok" ? "\033[32m" : st == "conflict" || st == "insecure" ? "\033[33m" : "\033[31m";
       out << "  " << (color ? c : "") << st << (color ? "\033[0m" : "");

@@ -131,32 +131,6 @@ std::string SocVersion(const PlatformView& v) {
 bool CompileActive(const CompileCtxView& v) { return v.lease && v.lease->alive(); }
 bool PlatformActive(const PlatformView& v) { return v.lease && v.lease->alive(); }
 
-// Owning PyObject* for the dispatch path.
-struct Owned {
-  PyObject* p = nullptr;
-  Owned() = default;
-  explicit Owned(PyObject* o) : p(o) {}
-  ~Owned() { Py_XDECREF(p); }
-  Owned(const Owned&) = delete;
-  Owned& operator=(const Owned&) = delete;
-};
-
-// One IR entry's argument: a Tensor, None (absent optional) or a list.
-PyObject* EntryArg(bool dynamic, std::size_t start, std::size_t count, Tensor* (*get)(OpCompileContext*, std::size_t),
-                   OpCompileContext* ctx, const LeasePtr& lease) {
-  if (dynamic) {
-    PyObject* l = PyList_New(static_cast<Py_ssize_t>(count));
-    if (l == nullptr) bp::throw_error_already_set();
-    for (std::size_t i = 0; i < count; ++i) {
-      Tensor* t = get(ctx, start + i);
-      PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), bp::incref(MakeTensor(t, nullptr, lease, true).ptr()));
-    }
-    return l;
-  }
-  if (count == 0) return Py_NewRef(Py_None);
-  return bp::incref(MakeTensor(get(ctx, start), nullptr, lease, true).ptr());
-}
-
 }  // namespace
 
 void RegisterCompileViews() {
@@ -196,74 +170,28 @@ Status InvokeCompile(PyObject* method, PyObject* revalidate, PyObject* ctx_var, 
                      OpCompileContext* ctx, const CallSite& site, bool keep_python_error) {
   auto lease = std::make_shared<Lease>(/*read_only=*/true);
   LeaseScope scope(lease);
-  auto fail = [&]() -> Status {
-    if (keep_python_error) return Status::Error("Python exception pending");
-    return Status::Error(FetchPythonError(site.plugin, site.file, site.method));
-  };
   try {
     if (revalidate != nullptr && revalidate != Py_None) {
-      Owned ok(PyObject_CallNoArgs(revalidate));  // compile is checked again on every call
-      if (ok.p == nullptr) return fail();
+      PyRef ok(PyObject_CallNoArgs(revalidate));  // compile is checked again on every call
+      if (ok.get() == nullptr) return PythonErrorStatus(site, keep_python_error);
     }
     const OpSchema& schema = ctx->GetSchema();
-    const std::size_t n_in = schema.inputs.size(), n_out = schema.outputs.size();
-    Owned args(PyTuple_New(static_cast<Py_ssize_t>(n_in + n_out)));
-    if (args.p == nullptr) bp::throw_error_already_set();
-    auto in_get = +[](OpCompileContext* c, std::size_t i) { return c->GetInputTensor(i); };
-    auto out_get = +[](OpCompileContext* c, std::size_t i) { return c->GetOutputTensor(i); };
-    for (std::size_t k = 0; k < n_in; ++k) {
-      PyTuple_SET_ITEM(args.p, static_cast<Py_ssize_t>(k),
-                       EntryArg(schema.inputs[k].kind == IrInputKind::kDynamic, ctx->InputLayout().Start(k),
-                                ctx->InputLayout().Count(k), in_get, ctx, lease));
-    }
-    for (std::size_t k = 0; k < n_out; ++k) {
-      PyTuple_SET_ITEM(args.p, static_cast<Py_ssize_t>(n_in + k),
-                       EntryArg(schema.outputs[k].kind == IrOutputKind::kDynamic, ctx->OutputLayout().Start(k),
-                                ctx->OutputLayout().Count(k), out_get, ctx, lease));
-    }
-    Owned kwargs(PyDict_New());
-    for (std::size_t i = 0; i < schema.attrs.size(); ++i) {
-      bp::object v = AttrToPython(ctx->GetAttrs().At(i), lease);
-      if (PyDict_SetItemString(kwargs.p, schema.attrs[i].name.c_str(), v.ptr()) < 0) bp::throw_error_already_set();
-    }
+    const std::size_t n_in = schema.inputs.size();
+    PyRef args(PyTuple_New(static_cast<Py_ssize_t>(n_in + schema.outputs.size())));
+    if (args.get() == nullptr) bp::throw_error_already_set();
+    SetEntryArgs(args.get(), 0, DynamicInputs(schema), ctx->InputLayout(),
+                 [ctx](std::size_t i) { return ctx->GetInputTensor(i); }, lease, /*with_data=*/false);
+    SetEntryArgs(args.get(), static_cast<Py_ssize_t>(n_in), DynamicOutputs(schema), ctx->OutputLayout(),
+                 [ctx](std::size_t i) { return ctx->GetOutputTensor(i); }, lease, /*with_data=*/false);
+    PyRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
     bp::object ctx_obj(CompileCtxView{ctx, lease});
     bp::object plat_obj(PlatformView{ctx, lease});
-    Owned t1(PyContextVar_Set(ctx_var, ctx_obj.ptr()));
-    if (t1.p == nullptr) bp::throw_error_already_set();
-    Owned t2(PyContextVar_Set(platform_var, plat_obj.ptr()));
-    if (t2.p == nullptr) {
-      PyContextVar_Reset(ctx_var, t1.p);
-      bp::throw_error_already_set();
-    }
-    Owned result(PyObject_Call(method, args.p, kwargs.p));
-    {
-      PyObject *t, *v, *tb;
-      PyErr_Fetch(&t, &v, &tb);
-      if (PyContextVar_Reset(platform_var, t2.p) < 0) PyErr_Clear();
-      if (PyContextVar_Reset(ctx_var, t1.p) < 0) PyErr_Clear();
-      PyErr_Restore(t, v, tb);
-    }
-    if (result.p == nullptr) return fail();
-    if (result.p != Py_None) {
-      ErrorInfo e;
-      e.plugin = site.plugin;
-      e.file = site.file;
-      e.call_site = site.method;
-      e.exception_type = "TypeError";
-      e.message = std::string(keep_python_error ? "" : "TypeError: ") + "compile must return None, got " +
-                  Py_TYPE(result.p)->tp_name;
-      return Status::Error(e);
-    }
-    return Status::Ok();
+    return CallSchemaBound(method, args.get(), kwargs.get(), {{ctx_var, ctx_obj.ptr()}, {platform_var, plat_obj.ptr()}},
+                           site, keep_python_error);
   } catch (const bp::error_already_set&) {
-    return fail();
+    return PythonErrorStatus(site, keep_python_error);
   } catch (const std::exception& e) {
-    ErrorInfo info;
-    info.plugin = site.plugin;
-    info.file = site.file;
-    info.call_site = site.method;
-    info.message = e.what();
-    return Status::Error(info);
+    return CppErrorStatus(site, e);
   }
 }
 

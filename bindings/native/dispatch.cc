@@ -66,21 +66,6 @@ bp::object IntList(const std::vector<int64_t>& v) {
   return l;
 }
 
-// Owning PyObject* for the hot path (dropped in the current interpreter).
-struct Owned {
-  PyObject* p = nullptr;
-  Owned() = default;
-  explicit Owned(PyObject* o) : p(o) {}
-  ~Owned() { Py_XDECREF(p); }
-  Owned(const Owned&) = delete;
-  Owned& operator=(const Owned&) = delete;
-  PyObject* release() {
-    PyObject* r = p;
-    p = nullptr;
-    return r;
-  }
-};
-
 ErrorInfo TypeErrorInfo(const CallSite& site, const std::string& text) {
   ErrorInfo e;
   e.plugin = site.plugin;
@@ -213,75 +198,115 @@ AttrValue AttrFromPython(bp::object o, AttrType type, const std::string& name) {
   RaiseTypeError("attr '" + name + "' has an unknown type");
 }
 
+std::vector<bool> DynamicInputs(const OpSchema& schema) {
+  std::vector<bool> d;
+  for (const auto& in : schema.inputs) d.push_back(in.kind == IrInputKind::kDynamic);
+  return d;
+}
+
+std::vector<bool> DynamicOutputs(const OpSchema& schema) {
+  std::vector<bool> d;
+  for (const auto& out : schema.outputs) d.push_back(out.kind == IrOutputKind::kDynamic);
+  return d;
+}
+
+void SetEntryArgs(PyObject* tuple, Py_ssize_t offset, const std::vector<bool>& dynamic, const InstanceLayout& layout,
+                  const TensorGetter& get, const LeasePtr& lease, bool with_data) {
+  auto view = [&](std::size_t i) {
+    Tensor* t = get(i);
+    return bp::incref(MakeTensor(t, with_data ? t->Owner() : nullptr, lease, !with_data).ptr());
+  };
+  for (std::size_t k = 0; k < dynamic.size(); ++k) {
+    const std::size_t start = layout.Start(k), count = layout.Count(k);
+    PyObject* item = nullptr;
+    if (dynamic[k]) {
+      item = PyList_New(static_cast<Py_ssize_t>(count));
+      if (item == nullptr) bp::throw_error_already_set();
+      for (std::size_t i = 0; i < count; ++i) PyList_SET_ITEM(item, static_cast<Py_ssize_t>(i), view(start + i));
+    } else if (count == 0) {
+      item = Py_NewRef(Py_None);
+    } else {
+      item = view(start);
+    }
+    PyTuple_SET_ITEM(tuple, offset + static_cast<Py_ssize_t>(k), item);
+  }
+}
+
+PyRef AttrKwargs(const OpSchema& schema, const RuntimeAttrs& attrs, const LeasePtr& lease) {
+  if (schema.attrs.empty()) return PyRef();
+  PyRef kwargs(PyDict_New());
+  if (kwargs.get() == nullptr) bp::throw_error_already_set();
+  for (std::size_t i = 0; i < schema.attrs.size(); ++i) {
+    bp::object v = AttrToPython(attrs.At(i), lease);
+    if (PyDict_SetItemString(kwargs.get(), schema.attrs[i].name.c_str(), v.ptr()) < 0) bp::throw_error_already_set();
+  }
+  return kwargs;
+}
+
+Status PythonErrorStatus(const CallSite& site, bool keep_python_error) {
+  if (keep_python_error) return Status::Error("Python exception pending");
+  return Status::Error(FetchPythonError(site.plugin, site.file, site.method));
+}
+
+Status CppErrorStatus(const CallSite& site, const std::exception& e) {
+  ErrorInfo info;
+  info.plugin = site.plugin;
+  info.file = site.file;
+  info.call_site = site.method;
+  info.message = e.what();
+  return Status::Error(info);
+}
+
+Status CallSchemaBound(PyObject* method, PyObject* args, PyObject* kwargs,
+                       const std::vector<std::pair<PyObject*, PyObject*>>& bindings, const CallSite& site,
+                       bool keep_python_error) {
+  std::vector<PyRef> tokens;
+  tokens.reserve(bindings.size());
+  auto reset = [&]() {
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);  // keep the callback's error pending
+    for (std::size_t i = tokens.size(); i-- > 0;) {
+      if (PyContextVar_Reset(bindings[i].first, tokens[i].get()) < 0) PyErr_Clear();
+    }
+    PyErr_Restore(t, v, tb);
+  };
+  for (const auto& [var, value] : bindings) {
+    PyObject* token = PyContextVar_Set(var, value);
+    if (token == nullptr) {
+      reset();
+      return PythonErrorStatus(site, keep_python_error);
+    }
+    tokens.emplace_back(token);
+  }
+  PyRef result(PyObject_Call(method, args, kwargs));
+  reset();
+  if (result.get() == nullptr) return PythonErrorStatus(site, keep_python_error);
+  if (result.get() != Py_None) {
+    const std::string text = site.method + " must return None, got " + Py_TYPE(result.get())->tp_name;
+    ErrorInfo e = TypeErrorInfo(site, text);
+    if (keep_python_error) e.message = text;
+    return Status::Error(e);
+  }
+  return Status::Ok();
+}
+
 Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContext* ctx, const CallSite& site,
                      bool keep_python_error) {
   auto lease = std::make_shared<Lease>(false);
   LeaseScope scope(lease);  // expires every view handed out below, on every path
   try {
     const OpSchema& schema = ctx->GetSchema();
-    const InstanceLayout& layout = ctx->InputLayout();
-    Owned args(PyTuple_New(static_cast<Py_ssize_t>(schema.inputs.size())));
-    if (args.p == nullptr) bp::throw_error_already_set();
-    for (std::size_t k = 0; k < schema.inputs.size(); ++k) {
-      const std::size_t start = layout.Start(k);
-      const std::size_t count = layout.Count(k);
-      PyObject* item = nullptr;
-      if (schema.inputs[k].kind == IrInputKind::kDynamic) {
-        item = PyList_New(static_cast<Py_ssize_t>(count));
-        if (item == nullptr) bp::throw_error_already_set();
-        for (std::size_t i = 0; i < count; ++i) {
-          Tensor* t = ctx->GetInputTensor(start + i);
-          PyList_SET_ITEM(item, static_cast<Py_ssize_t>(i), bp::incref(MakeTensor(t, t->Owner(), lease).ptr()));
-        }
-      } else if (count == 0) {
-        item = Py_NewRef(Py_None);
-      } else {
-        Tensor* t = ctx->GetInputTensor(start);
-        item = bp::incref(MakeTensor(t, t->Owner(), lease).ptr());
-      }
-      PyTuple_SET_ITEM(args.p, static_cast<Py_ssize_t>(k), item);
-    }
-    Owned kwargs;
-    if (!schema.attrs.empty()) {
-      kwargs.p = PyDict_New();
-      if (kwargs.p == nullptr) bp::throw_error_already_set();
-      const RuntimeAttrs& attrs = ctx->GetAttrs();
-      for (std::size_t i = 0; i < schema.attrs.size(); ++i) {
-        bp::object v = AttrToPython(attrs.At(i), lease);
-        if (PyDict_SetItemString(kwargs.p, schema.attrs[i].name.c_str(), v.ptr()) < 0) bp::throw_error_already_set();
-      }
-    }
+    PyRef args(PyTuple_New(static_cast<Py_ssize_t>(schema.inputs.size())));
+    if (args.get() == nullptr) bp::throw_error_already_set();
+    SetEntryArgs(args.get(), 0, DynamicInputs(schema), ctx->InputLayout(),
+                 [ctx](std::size_t i) { return ctx->GetInputTensor(i); }, lease, /*with_data=*/true);
+    PyRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
     bp::object ctx_obj = MakeExecCtx(ctx, lease);
-    Owned token(PyContextVar_Set(ctx_var, ctx_obj.ptr()));
-    if (token.p == nullptr) bp::throw_error_already_set();
-    Owned result(PyObject_Call(method, args.p, kwargs.p));
-    {
-      // Restore the outer binding while keeping the callback's error pending.
-      PyObject *t, *v, *tb;
-      PyErr_Fetch(&t, &v, &tb);
-      if (PyContextVar_Reset(ctx_var, token.p) < 0) PyErr_Clear();
-      PyErr_Restore(t, v, tb);
-    }
-    if (result.p == nullptr) {
-      if (keep_python_error) return Status::Error("Python exception pending");
-      return Status::Error(FetchPythonError(site.plugin, site.file, site.method));
-    }
-    if (result.p != Py_None) {
-      ErrorInfo e = TypeErrorInfo(site, site.method + " must return None, got " + Py_TYPE(result.p)->tp_name);
-      if (keep_python_error) e.message = site.method + " must return None, got " + Py_TYPE(result.p)->tp_name;
-      return Status::Error(e);
-    }
-    return Status::Ok();
+    return CallSchemaBound(method, args.get(), kwargs.get(), {{ctx_var, ctx_obj.ptr()}}, site, keep_python_error);
   } catch (const bp::error_already_set&) {
-    if (keep_python_error) return Status::Error("Python exception pending");
-    return Status::Error(FetchPythonError(site.plugin, site.file, site.method));
+    return PythonErrorStatus(site, keep_python_error);
   } catch (const std::exception& e) {
-    ErrorInfo info;
-    info.plugin = site.plugin;
-    info.file = site.file;
-    info.call_site = site.method;
-    info.message = e.what();
-    return Status::Error(info);
+    return CppErrorStatus(site, e);
   }
 }
 
@@ -327,14 +352,9 @@ Status InvokeInferMeta(PyObject* call_infer_meta, PyObject* proto, InferMetaCont
     ctx->SetOutputs(std::move(outs), InstanceLayout(counts));
     return Status::Ok();
   } catch (const bp::error_already_set&) {
-    return Status::Error(FetchPythonError(site.plugin, site.file, site.method));
+    return PythonErrorStatus(site, false);
   } catch (const std::exception& e) {
-    ErrorInfo info;
-    info.plugin = site.plugin;
-    info.file = site.file;
-    info.call_site = site.method;
-    info.message = e.what();
-    return Status::Error(info);
+    return CppErrorStatus(site, e);
   }
 }
 

@@ -12,8 +12,11 @@
 
 #include <boost/python.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ge/op/contexts.h"
 #include "ge/op/launch.h"
@@ -43,6 +46,47 @@ struct CallSite {
   std::string op_type;
   std::string method;  // "execute", "infer_meta", ...
 };
+
+// ---- building blocks of the schema-bound calls (shared by every Invoke*) ----
+
+// An owned PyObject* on the dispatch path; released in the current interpreter.
+class PyRef {
+ public:
+  PyRef() = default;
+  explicit PyRef(PyObject* p) : p_(p) {}
+  ~PyRef() { Py_XDECREF(p_); }
+  PyRef(PyRef&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  PyRef(const PyRef&) = delete;
+  PyRef& operator=(const PyRef&) = delete;
+  PyObject* get() const noexcept { return p_; }
+
+ private:
+  PyObject* p_ = nullptr;
+};
+
+// Flattened instance i of a node's inputs or outputs.
+using TensorGetter = std::function<Tensor*(std::size_t)>;
+
+// Sets one positional argument per IR entry into `tuple` from `offset`: a
+// Tensor, None (absent optional) or a list of Tensor (dynamic), each a view on
+// `lease`. `with_data`: the views keep the tensors' buffers alive (execute);
+// otherwise they describe metadata only and are read-only (compile, launch args).
+void SetEntryArgs(PyObject* tuple, Py_ssize_t offset, const std::vector<bool>& dynamic, const InstanceLayout& layout,
+                  const TensorGetter& get, const LeasePtr& lease, bool with_data);
+std::vector<bool> DynamicInputs(const OpSchema& schema);
+std::vector<bool> DynamicOutputs(const OpSchema& schema);
+// The attributes as keyword arguments (null when the IR has none).
+PyRef AttrKwargs(const OpSchema& schema, const RuntimeAttrs& attrs, const LeasePtr& lease);
+// Calls method(*args, **kwargs) with each (ContextVar, value) bound for the
+// duration of the call (reset afterwards, in reverse order, keeping the
+// callback's error pending) and checks that it returned None.
+Status CallSchemaBound(PyObject* method, PyObject* args, PyObject* kwargs,
+                       const std::vector<std::pair<PyObject*, PyObject*>>& bindings, const CallSite& site,
+                       bool keep_python_error);
+// The Status of a failed call: the pending Python error (converted, or left
+// pending with keep_python_error), or a C++ exception.
+Status PythonErrorStatus(const CallSite& site, bool keep_python_error);
+Status CppErrorStatus(const CallSite& site, const std::exception& e);
 
 // execute(self, <inputs...>, *, <attrs...>) through `method` (a bound method),
 // with `ctx_var` (ge.custom_op's ContextVar) bound to the context for the call.

@@ -167,30 +167,6 @@ std::size_t WsIndex(const WorkspaceView& w) {
   return w.index;
 }
 
-struct Owned {
-  PyObject* p = nullptr;
-  Owned() = default;
-  explicit Owned(PyObject* o) : p(o) {}
-  ~Owned() { Py_XDECREF(p); }
-  Owned(const Owned&) = delete;
-  Owned& operator=(const Owned&) = delete;
-};
-
-PyObject* EntryArg(bool dynamic, std::size_t start, std::size_t count, bool input, AnnotatedArgsContext* ctx,
-                   const LeasePtr& lease) {
-  auto get = [&](std::size_t i) { return input ? ctx->GetInputTensor(i) : ctx->GetOutputTensor(i); };
-  if (dynamic) {
-    PyObject* l = PyList_New(static_cast<Py_ssize_t>(count));
-    if (l == nullptr) bp::throw_error_already_set();
-    for (std::size_t i = 0; i < count; ++i) {
-      PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), bp::incref(MakeTensor(get(start + i), nullptr, lease, true).ptr()));
-    }
-    return l;
-  }
-  if (count == 0) return Py_NewRef(Py_None);
-  return bp::incref(MakeTensor(get(start), nullptr, lease, true).ptr());
-}
-
 }  // namespace
 
 void RegisterLaunchViews() {
@@ -235,69 +211,26 @@ Status InvokeDeclareLaunchArgs(PyObject* method, PyObject* ctx_var, AnnotatedArg
                                bool keep_python_error) {
   auto lease = std::make_shared<Lease>(/*read_only=*/true);
   LeaseScope scope(lease);
-  auto fail = [&]() -> Status {
-    if (keep_python_error) return Status::Error("Python exception pending");
-    return Status::Error(FetchPythonError(site.plugin, site.file, site.method));
-  };
   try {
     const OpSchema& schema = ctx->GetSchema();
-    const std::size_t n_in = schema.inputs.size(), n_out = schema.outputs.size();
-    Owned args(PyTuple_New(static_cast<Py_ssize_t>(n_in + n_out)));
-    if (args.p == nullptr) bp::throw_error_already_set();
-    for (std::size_t k = 0; k < n_in; ++k) {
-      PyTuple_SET_ITEM(args.p, static_cast<Py_ssize_t>(k),
-                       EntryArg(schema.inputs[k].kind == IrInputKind::kDynamic, ctx->InputLayout().Start(k),
-                                ctx->InputLayout().Count(k), true, ctx, lease));
-    }
-    for (std::size_t k = 0; k < n_out; ++k) {
-      PyTuple_SET_ITEM(args.p, static_cast<Py_ssize_t>(n_in + k),
-                       EntryArg(schema.outputs[k].kind == IrOutputKind::kDynamic, ctx->OutputLayout().Start(k),
-                                ctx->OutputLayout().Count(k), false, ctx, lease));
-    }
-    Owned kwargs(PyDict_New());
-    for (std::size_t i = 0; i < schema.attrs.size(); ++i) {
-      bp::object v = AttrToPython(ctx->GetAttrs().At(i), lease);
-      if (PyDict_SetItemString(kwargs.p, schema.attrs[i].name.c_str(), v.ptr()) < 0) bp::throw_error_already_set();
-    }
+    const std::size_t n_in = schema.inputs.size();
+    PyRef args(PyTuple_New(static_cast<Py_ssize_t>(n_in + schema.outputs.size())));
+    if (args.get() == nullptr) bp::throw_error_already_set();
+    SetEntryArgs(args.get(), 0, DynamicInputs(schema), ctx->InputLayout(),
+                 [ctx](std::size_t i) { return ctx->GetInputTensor(i); }, lease, /*with_data=*/false);
+    SetEntryArgs(args.get(), static_cast<Py_ssize_t>(n_in), DynamicOutputs(schema), ctx->OutputLayout(),
+                 [ctx](std::size_t i) { return ctx->GetOutputTensor(i); }, lease, /*with_data=*/false);
+    PyRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
     bp::object ctx_obj(LaunchCtxView{ctx, lease});
-    Owned token(PyContextVar_Set(ctx_var, ctx_obj.ptr()));
-    if (token.p == nullptr) bp::throw_error_already_set();
-    Owned result(PyObject_Call(method, args.p, kwargs.p));
-    {
-      PyObject *t, *v, *tb;
-      PyErr_Fetch(&t, &v, &tb);
-      if (PyContextVar_Reset(ctx_var, token.p) < 0) PyErr_Clear();
-      PyErr_Restore(t, v, tb);
+    Status st = CallSchemaBound(method, args.get(), kwargs.get(), {{ctx_var, ctx_obj.ptr()}}, site, keep_python_error);
+    if (st.ok() && ctx->Plan().launches.empty()) {
+      return CppErrorStatus(site, std::runtime_error("declare_launch_args declared no launch (call add_launch at least once)"));
     }
-    if (result.p == nullptr) return fail();
-    if (result.p != Py_None) {
-      ErrorInfo e;
-      e.plugin = site.plugin;
-      e.file = site.file;
-      e.call_site = site.method;
-      e.exception_type = "TypeError";
-      e.message = std::string(keep_python_error ? "" : "TypeError: ") + "declare_launch_args must return None, got " +
-                  Py_TYPE(result.p)->tp_name;
-      return Status::Error(e);
-    }
-    if (ctx->Plan().launches.empty()) {
-      ErrorInfo e;
-      e.plugin = site.plugin;
-      e.file = site.file;
-      e.call_site = site.method;
-      e.message = "declare_launch_args declared no launch (call add_launch at least once)";
-      return Status::Error(e);
-    }
-    return Status::Ok();
+    return st;
   } catch (const bp::error_already_set&) {
-    return fail();
+    return PythonErrorStatus(site, keep_python_error);
   } catch (const std::exception& e) {
-    ErrorInfo info;
-    info.plugin = site.plugin;
-    info.file = site.file;
-    info.call_site = site.method;
-    info.message = e.what();
-    return Status::Error(info);
+    return CppErrorStatus(site, e);
   }
 }
 

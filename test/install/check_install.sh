@@ -51,4 +51,10 @@ g++ -std=c++17 "$work/pc.cc" -o "$work/pc" $(pkg-config --cflags --libs ge-plugi
   -Wl,-rpath,"$(pkg-config --variable=libdir ge-plugin-host)" || fail "building with pkg-config failed"
 "$work/pc" || fail "the pkg-config program failed"
 echo "ok: pkg-config"
+# 5. the shipped stubs type-check the installed template against the installed package
+pydir=$(dirname "$(find "$prefix" -name py.typed -path '*/ge/py.typed' | head -1)")
+if [ -z "$pydir" ] || [ ! -d "$prefix/share/ge-plugin/template/my_op" ]; then fail "py.typed or the template is not installed"; fi
+MYPYPATH="$(dirname "$pydir")" /usr/bin/python3 -m mypy --strict --no-incremental --cache-dir=/dev/null \
+  "$prefix/share/ge-plugin/template/my_op" || fail "mypy on the installed template failed"
+echo "ok: stubs and template"
 echo "install check passed"

@@ -110,7 +110,8 @@ def test_sample_plugins_type_check_without_errors(mypy):
 def test_template_type_checks_under_strict(mypy):
     p = mypy("--strict", TEMPLATE.name, cwd=TEMPLATE.parent)
     assert p.returncode == 0, _report(p)
-    assert "Success: no issues found in 2 source files" in p.stdout, _report(p)  # __init__.py, tests/
+    m = re.search(r"Success: no issues found in (\d+) source files", p.stdout)
+    assert m and int(m.group(1)) >= 2, _report(p)  # __init__.py and tests/test_my_op.py at least
 
 
 def test_stubs_themselves_pass_strict_mypy(mypy, tmp_path):

@@ -246,12 +246,18 @@ def _default_platform_dir():
     env = os.environ.get("GE_PLATFORM_DIR")
     if env:
         return env
-    # Source tree / build tree: <root>/bindings/python/ge or <build>/python/ge -> <root>/share/platform
+    # The nearest ancestor holding share/platform (source or build tree) or
+    # share/ge-plugin/platform (an installed prefix, whatever its libdir).
     here = os.path.dirname(os.path.realpath(__file__))
-    for rel in ("../../../share/platform", "../../share/platform", "../../../share/ge-plugin/platform"):
-        cand = os.path.normpath(os.path.join(here, rel))
-        if os.path.isdir(cand):
-            return cand
+    for _ in range(8):
+        for rel in ("share/platform", "share/ge-plugin/platform"):
+            cand = os.path.join(here, rel)
+            if os.path.isdir(cand):
+                return cand
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
     return "share/platform"
 
 
