@@ -18,6 +18,21 @@ namespace bp = boost::python;
 namespace ge::py {
 namespace {
 
+// Attribute values in IR order from a dict of Python values; defaults fill the
+// missing ones (a missing required one is a TypeError).
+RuntimeAttrs AttrsFromDict(const OpSchema& schema, bp::dict attrs) {
+  std::vector<AttrValue> values;
+  for (const auto& a : schema.attrs) {
+    if (!attrs.has_key(a.name)) {
+      if (!a.default_value) RaiseTypeError("missing required attr '" + a.name + "'");
+      values.push_back(*a.default_value);
+    } else {
+      values.push_back(AttrFromPython(attrs[a.name], a.type, a.name));
+    }
+  }
+  return RuntimeAttrs(std::move(values));
+}
+
 // A Tensor owned by the test harness, built from (bytes-like, shape, dtype).
 std::shared_ptr<Tensor> HostTensorFrom(bp::object spec, const std::string& what) {
   if (!PyTuple_Check(spec.ptr()) || bp::len(spec) != 3) {
@@ -71,17 +86,7 @@ bp::object TestingExecute(bp::object method, bp::object ctx_var, bp::object prot
     }
   }
   for (auto& t : owned) flat.push_back(t.get());
-  std::vector<AttrValue> values;
-  for (const auto& a : schema->attrs) {
-    bp::object v = attrs.get(a.name);
-    if (v.is_none() && !attrs.has_key(a.name)) {
-      if (!a.default_value) RaiseTypeError("missing required attr '" + a.name + "'");
-      values.push_back(*a.default_value);
-    } else {
-      values.push_back(AttrFromPython(v, a.type, a.name));
-    }
-  }
-  RuntimeAttrs rt(std::move(values));
+  RuntimeAttrs rt = AttrsFromDict(*schema, attrs);
   std::vector<std::size_t> out_counts;
   for (const auto& o : schema->outputs) out_counts.push_back(o.kind == IrOutputKind::kRequired ? 1 : 0);
   EagerOpExecutionContext ctx(*schema, flat, InstanceLayout(counts), rt, InstanceLayout(out_counts));
@@ -146,16 +151,7 @@ void TestingCompile(bp::object method, bp::object revalidate, bp::object ctx_var
   FlattenDescs<IrOutput>(
       outputs, schema->outputs, +[](const IrOutput& o) { return o.kind == IrOutputKind::kDynamic; },
       +[](const IrOutput&) { return false; }, "output", out, out_counts);
-  std::vector<AttrValue> values;
-  for (const auto& a : schema->attrs) {
-    if (!attrs.has_key(a.name)) {
-      if (!a.default_value) RaiseTypeError("missing required attr '" + a.name + "'");
-      values.push_back(*a.default_value);
-    } else {
-      values.push_back(AttrFromPython(attrs[a.name], a.type, a.name));
-    }
-  }
-  RuntimeAttrs rt(std::move(values));
+  RuntimeAttrs rt = AttrsFromDict(*schema, attrs);
   std::map<std::string, std::string> opts;
   bp::list items = options.items();
   for (Py_ssize_t i = 0; i < bp::len(items); ++i) {
@@ -193,16 +189,7 @@ bp::dict TestingDeclare(bp::object method, bp::object ctx_var, bp::object proto_
   FlattenDescs<IrOutput>(
       outputs, schema->outputs, +[](const IrOutput& o) { return o.kind == IrOutputKind::kDynamic; },
       +[](const IrOutput&) { return false; }, "output", out, out_counts);
-  std::vector<AttrValue> values;
-  for (const auto& a : schema->attrs) {
-    if (!attrs.has_key(a.name)) {
-      if (!a.default_value) RaiseTypeError("missing required attr '" + a.name + "'");
-      values.push_back(*a.default_value);
-    } else {
-      values.push_back(AttrFromPython(attrs[a.name], a.type, a.name));
-    }
-  }
-  RuntimeAttrs rt(std::move(values));
+  RuntimeAttrs rt = AttrsFromDict(*schema, attrs);
   AnnotatedArgsContext ctx(*schema, in, InstanceLayout(in_counts), out, InstanceLayout(out_counts), rt, stream_id);
   CallSite site{"<testing>", "", schema->op_type, "declare_launch_args"};
   Status st = InvokeDeclareLaunchArgs(method.ptr(), ctx_var.ptr(), &ctx, site, /*keep_python_error=*/true);

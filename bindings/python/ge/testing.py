@@ -242,6 +242,18 @@ def run_infer_meta(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[
     return [desc for _, desc in _proto.call_infer_meta(proto, list(inputs), full)]
 
 
+def _outputs_by_ir(proto, inputs, attrs):
+    """infer_meta's outputs grouped by IR output: a TensorDesc, or a list for a dynamic one."""
+    full = {a["name"]: a["default"] for a in proto.to_dict()["attrs"] if not a["required"]}
+    full.update(attrs or {})
+    flat = _proto.call_infer_meta(proto, list(inputs), full)
+    grouped = []
+    for index, out in enumerate(proto.outputs):
+        descs = [d for i, d in flat if i == index]
+        grouped.append(descs if out.kind == "dynamic" else descs[0])
+    return grouped
+
+
 def _default_platform_dir():
     env = os.environ.get("GE_PLATFORM_DIR")
     if env:
@@ -280,13 +292,7 @@ def run_compile(op_type: str, inputs: Sequence[Any], outputs: Optional[Sequence[
         raise RuntimeError(f"no implementation registered for op_type '{op_type}'")
     validate_impl(impl, "compile", proto)
     if outputs is None:
-        full = {a["name"]: a["default"] for a in proto.to_dict()["attrs"] if not a["required"]}
-        full.update(attrs or {})
-        flat = _proto.call_infer_meta(proto, list(inputs), full)
-        outputs = []
-        for index, out in enumerate(proto.outputs):
-            descs = [d for i, d in flat if i == index]
-            outputs.append(descs if out.kind == "dynamic" else descs[0])
+        outputs = _outputs_by_ir(proto, inputs, attrs)
     obj = instance if instance is not None else impl.cls()
     revalidate = functools.partial(validate_impl, impl, "compile", proto)
     _ge_native._testing_compile(obj.compile, revalidate, custom_op._COMPILE_CTX, custom_op._COMPILE_PLATFORM,
@@ -313,13 +319,7 @@ def run_declare_launch_args(op_type: str, inputs: Sequence[Any], outputs: Option
         raise RuntimeError(f"no implementation registered for op_type '{op_type}'")
     validate_impl(impl, "declare_launch_args", proto)
     if outputs is None:
-        full = {a["name"]: a["default"] for a in proto.to_dict()["attrs"] if not a["required"]}
-        full.update(attrs or {})
-        flat = _proto.call_infer_meta(proto, list(inputs), full)
-        outputs = []
-        for index, out in enumerate(proto.outputs):
-            descs = [d for i, d in flat if i == index]
-            outputs.append(descs if out.kind == "dynamic" else descs[0])
+        outputs = _outputs_by_ir(proto, inputs, attrs)
     obj = instance if instance is not None else impl.cls()
     return _ge_native._testing_declare(obj.declare_launch_args, custom_op._LAUNCH_CTX, proto.to_dict(), list(inputs),
                                        list(outputs), dict(attrs or {}), stream_id)

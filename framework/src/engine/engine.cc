@@ -258,6 +258,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       if (auto* r = std::get_if<TensorRef>(&c.inputs[k])) in_descs.push_back(desc_of(*r, w));
       if (auto* v = std::get_if<std::vector<TensorRef>>(&c.inputs[k])) for (const auto& r : *v) in_descs.push_back(desc_of(r, w));
     }
+    c.input_descs = in_descs;  // kept for the compile and task-plan phases
     if (auto* im = CustomOpCast<InferMetaOp>(c.op)) {
       InferMetaContext ictx(*c.schema, in_descs, c.input_layout, c.attrs);
       ++c.stats.infer_meta_calls;
@@ -307,15 +308,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     auto* comp = CustomOpCast<CompilableOp>(c.op);
     if (comp == nullptr) continue;
     const GraphNode& n = *c.node;
-    std::vector<TensorDesc> in_descs;
-    for (const auto& in : c.inputs) {
-      auto desc_of = [&](const TensorRef& r) {
-        if (r.node.empty()) return graph_inputs.at(r.text)->tensor.Desc();
-        return metas.at(r.node).at(r.index);
-      };
-      if (auto* r = std::get_if<TensorRef>(&in)) in_descs.push_back(desc_of(*r));
-      if (auto* v = std::get_if<std::vector<TensorRef>>(&in)) for (const auto& r : *v) in_descs.push_back(desc_of(r));
-    }
+    const std::vector<TensorDesc>& in_descs = c.input_descs;
     const std::vector<TensorDesc> out_descs = metas.at(n.name);
     OpCompileContext ctx(*c.schema, in_descs, c.input_layout, out_descs, c.output_layout, c.attrs, cg.options,
                          [soc, platform_dir]() {
@@ -338,15 +331,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     if (!c.inferred) {
       throw EngineError(n.name, NodeWhere(n) + ": declare_launch_args needs infer_meta to describe the outputs");
     }
-    std::vector<TensorDesc> in_descs;
-    for (const auto& in : c.inputs) {
-      auto desc_of = [&](const TensorRef& r) {
-        if (r.node.empty()) return graph_inputs.at(r.text)->tensor.Desc();
-        return metas.at(r.node).at(r.index);
-      };
-      if (auto* r = std::get_if<TensorRef>(&in)) in_descs.push_back(desc_of(*r));
-      if (auto* v = std::get_if<std::vector<TensorRef>>(&in)) for (const auto& r : *v) in_descs.push_back(desc_of(r));
-    }
+    const std::vector<TensorDesc>& in_descs = c.input_descs;
     AnnotatedArgsContext ctx(*c.schema, in_descs, c.input_layout, *c.inferred, c.output_layout, c.attrs, 0);
     ++c.stats.declare_calls;
     Status st = decl->DeclareLaunchArgs(ctx);

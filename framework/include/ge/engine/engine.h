@@ -57,6 +57,7 @@ struct CompiledNode {
   RuntimeAttrs attrs;
   std::vector<NodeInput> inputs;    // resolved in IR order
   InstanceLayout input_layout;
+  std::vector<TensorDesc> input_descs;  // flattened input metadata (from graph inputs / infer_meta)
   std::optional<std::vector<TensorDesc>> inferred;  // from infer_meta
   InstanceLayout output_layout;
   NodeStats stats;
