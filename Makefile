@@ -13,6 +13,10 @@ DEB_PACKAGES := cmake make g++ ccache python3 python3-dev python3-numpy python3-
   libspdlog-dev nlohmann-json3-dev libbenchmark-dev pkgconf binutils mypy
 
 PREFIX ?= /usr/local
+# ccache: paths relative to the checkout, so that another clone of the project
+# (CI's) reuses the objects of this one.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 
 .PHONY: all deps configure build run test bench install clean
 
