@@ -60,6 +60,7 @@ test: build
 bench: build
 	$(BUILD)/bin/ge-bench-dispatch --benchmark_min_time=0.2
 	$(BUILD)/bin/ge-bench-launch --benchmark_min_time=0.2
+	GE_PLUGIN_PYTHON_DIR=$(BUILD)/python $(PYTHON) test/bench/bench_registry.py --bin $(BUILD)/bin
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

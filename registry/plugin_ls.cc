@@ -302,11 +302,28 @@ int RunPluginLs(int argc, const char* const* argv, std::ostream& out, std::ostre
     const std::string cpath = cache_path.empty() ? DefaultCachePath() : cache_path;
     std::map<std::string, json> records;
     std::string why;
+    bool light = false;
     if (!rescan) {
-      if (auto cache = LoadCache(cpath, &why)) {
-        if (cache->value("opp_path", json::array()) == json(entries)) records = CacheRecords(*cache);
+      // Fast path: a light read (no prototypes) is enough when nothing changed.
+      if (auto cache = LoadCache(cpath, &why, true)) {
+        if (cache->value("opp_path", json::array()) == json(entries)) records = CacheRecords(std::move(*cache)), light = true;
       } else if (stdfs::exists(cpath)) {
         Logger("ge-plugin-ls")->warn("{}; scanning", why);
+      }
+    }
+    std::vector<json> ordered;
+    RefreshStats stats;
+    bool done = false;
+    if (light) {
+      RefreshOptions dry = ropts;
+      dry.no_scan = true;
+      ordered = Refresh(entries, records, dry, &stats, false);
+      done = stats.scanned == 0 && stats.removed == 0;
+      if (!done) {
+        // Something to scan: use the full records so that the cache written
+        // back keeps every plugin's detail.
+        records.clear();
+        if (auto cache = LoadCache(cpath, &why)) records = CacheRecords(std::move(*cache));
       }
     }
     bool progress_shown = false;
@@ -316,11 +333,10 @@ int RunPluginLs(int argc, const char* const* argv, std::ostream& out, std::ostre
         progress_shown = true;
       };
     }
-    RefreshStats stats;
-    std::vector<json> ordered = Refresh(entries, records, ropts, &stats, rescan);
+    if (!done) ordered = Refresh(entries, records, ropts, &stats, rescan);
     if (progress_shown) err << "\r\033[K" << std::flush;
-    source = stats.scanned == 0 && !records.empty() ? "cache" : "scan";
-    if (stats.scanned > 0 || stats.removed > 0) {
+    source = done || (stats.scanned == 0 && !records.empty()) ? "cache" : "scan";
+    if (!done && (stats.scanned > 0 || stats.removed > 0)) {
       std::string w;
       if (!SaveCache(cpath, entries, records, &w)) Logger("ge-plugin-ls")->info("{}", w);
     }

@@ -124,30 +124,33 @@ std::vector<Found> Discover(const std::vector<std::string>& entries, std::vector
       continue;
     }
     const std::string root = Canonical(entry);
-    std::vector<stdfs::path> children;
-    for (stdfs::directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) children.push_back(it->path());
+    std::vector<stdfs::directory_entry> children;
+    for (stdfs::directory_iterator it(entry, ec), end; !ec && it != end; it.increment(ec)) children.push_back(*it);
     if (ec) {
       problems.push_back(ErrorRecord(entry, stdfs::path(entry).filename().string(),
                                      "cannot list opp folder " + entry + ": " + ec.message()));
       continue;
     }
     std::sort(children.begin(), children.end());
-    for (const auto& c : children) {
+    for (const auto& de : children) {
+      const stdfs::path& c = de.path();
       const std::string name = c.filename().string();
       std::error_code cec;
       Found f;
-      if (stdfs::is_regular_file(c, cec) && c.extension() == ".py" && !name.empty() && name[0] != '_') {
+      const bool link = de.is_symlink(cec);
+      if (de.is_regular_file(cec) && c.extension() == ".py" && !name.empty() && name[0] != '_') {
         f.name = c.stem().string();
-      } else if (stdfs::is_directory(c, cec) && stdfs::is_regular_file(c / "__init__.py", cec)) {
+      } else if (de.is_directory(cec) && stdfs::is_regular_file(c / "__init__.py", cec)) {
         f.name = name;
         f.is_package = true;
       } else {
         continue;
       }
       f.root = root;
-      f.path = Canonical(c.string());
+      // Only a symbolic link needs resolving (readlink per component is costly).
+      f.path = link ? Canonical(c.string()) : root + "/" + name;
       f.escapes = !IsUnder(f.path, root);
-      if (f.escapes) f.path = (stdfs::path(root) / name).string();  // never follow it out
+      if (f.escapes) f.path = root + "/" + name;  // never follow it out
       if (seen.insert(f.path).second) found.push_back(f);
     }
   }
@@ -564,6 +567,10 @@ std::vector<json> Refresh(const std::vector<std::string>& entries, std::map<std:
     stamps[f.path] = s;
     to_scan.push_back(f.path);
   }
+  if (opts.no_scan) {
+    st.scanned = to_scan.size();
+    to_scan.clear();
+  }
   if (!to_scan.empty()) {
     std::vector<json> scanned = ScanPlugins(to_scan, opts.scan);
     for (std::size_t i = 0; i < to_scan.size(); ++i) {
@@ -573,7 +580,7 @@ std::vector<json> Refresh(const std::vector<std::string>& entries, std::map<std:
       records[to_scan[i]] = std::move(r);
     }
   }
-  st.scanned = to_scan.size();
+  if (!opts.no_scan) st.scanned = to_scan.size();
   for (auto it = records.begin(); it != records.end();) {
     if (!live.count(it->first)) {
       it = records.erase(it);
@@ -635,14 +642,18 @@ json Summary(const json& r) {
 
 // ---- cache ---------------------------------------------------------------------------------------
 
-std::optional<json> LoadCache(const std::string& path, std::string* why) {
+std::optional<json> LoadCache(const std::string& path, std::string* why, bool light) {
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     if (why) *why = "no cache at " + path;
     return std::nullopt;
   }
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  json j = json::parse(text, nullptr, false);
+  json::parser_callback_t drop = [](int depth, json::parse_event_t ev, json& parsed) {
+    return !(ev == json::parse_event_t::key && depth > 2 && parsed.is_string() &&
+             (parsed.get_ref<const std::string&>() == "prototype" || parsed.get_ref<const std::string&>() == "details"));
+  };
+  json j = json::parse(text, light ? drop : json::parser_callback_t(nullptr), false);
   if (j.is_discarded() || !j.is_object()) {
     if (why) *why = "cache " + path + " is unreadable (cut short or corrupted)";
     return std::nullopt;
@@ -667,9 +678,12 @@ std::optional<json> LoadCache(const std::string& path, std::string* why) {
   return j;
 }
 
-std::map<std::string, json> CacheRecords(const json& cache) {
+std::map<std::string, json> CacheRecords(json cache) {
   std::map<std::string, json> out;
-  for (const auto& r : cache["plugins"]) out[r["path"].get<std::string>()] = r;
+  for (auto& r : cache["plugins"]) {
+    std::string p = r["path"].get<std::string>();
+    out.emplace(std::move(p), std::move(r));
+  }
   return out;
 }
 

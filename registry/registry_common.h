@@ -80,6 +80,7 @@ std::string DefaultScanner();
 // ---- the registry state: records by path, refreshed incrementally ------------------------------
 struct RefreshOptions {
   bool allow_insecure = false;
+  bool no_scan = false;  // only find out what would be scanned (stats.scanned)
   ScanOptions scan;
 };
 struct RefreshStats {
@@ -101,11 +102,13 @@ json Summary(const json& record);
 // ---- cache ----------------------------------------------------------------------------------
 // Loads a cache; nullopt (with `why`) when missing, unreadable, cut short,
 // corrupted or of another format/version.
-std::optional<json> LoadCache(const std::string& path, std::string* why);
+// `light` skips the heavy per-op detail (prototypes, tracebacks): enough for
+// listing, not for writing the cache back.
+std::optional<json> LoadCache(const std::string& path, std::string* why, bool light = false);
 // Writes atomically: temp file in the same folder, fsync, rename, fsync dir.
 bool SaveCache(const std::string& path, const std::vector<std::string>& entries,
                const std::map<std::string, json>& records, std::string* why);
-std::map<std::string, json> CacheRecords(const json& cache);
+std::map<std::string, json> CacheRecords(json cache);
 
 // ---- defaults (XDG; systemd's RUNTIME_DIRECTORY / CACHE_DIRECTORY; /run, /var/cache for root) --
 std::string DefaultSocketPath();

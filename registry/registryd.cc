@@ -212,25 +212,31 @@ class Daemon {
     ReadInotify();
   }
 
-  void Watch(const std::string& dir) {
-    if (!inotify_.is_open()) return;
+  // Returns true when the folder was not watched yet.
+  bool Watch(const std::string& dir) {
+    if (!inotify_.is_open()) return false;
     constexpr uint32_t kMask = IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |
                                IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
     const int wd = ::inotify_add_watch(inotify_.native_handle(), dir.c_str(), kMask);
-    if (wd >= 0) watched_[wd] = dir;
+    if (wd < 0) return false;
+    const bool fresh = watched_.find(wd) == watched_.end();
+    watched_[wd] = dir;
+    return fresh;
   }
 
   // Watches each opp folder (the folder of a file entry, the parent of a
   // missing one) and every folder inside each package plugin.
   void UpdateWatches() {
     if (!inotify_.is_open() || stopping_) return;
+    const bool first = watched_.empty();
+    bool added = false;
     for (const auto& e : entries_) {
       std::error_code ec;
       if (stdfs::is_directory(e, ec)) {
-        Watch(e);
+        added |= Watch(e);
         for (stdfs::directory_iterator it(e, ec), end; !ec && it != end; it.increment(ec)) {
           if (it->path().filename() == "__pycache__" || !it->is_directory(ec)) continue;
-          Watch(it->path().string());
+          added |= Watch(it->path().string());
           stdfs::recursive_directory_iterator rit(it->path(), ec), rend;
           for (int n = 0; !ec && rit != rend && n < 2000; rit.increment(ec), ++n) {
             if (!rit->is_directory(ec)) continue;
@@ -238,14 +244,24 @@ class Daemon {
               rit.disable_recursion_pending();
               continue;
             }
-            Watch(rit->path().string());
+            added |= Watch(rit->path().string());
           }
         }
       } else {
         const auto parent = stdfs::path(e).parent_path();
-        Watch(parent.empty() ? "." : parent.string());
+        added |= Watch(parent.empty() ? "." : parent.string());
       }
     }
+    // A folder watched only now may have changed before its watch existed.
+    if (added && !first) ScheduleRefresh();
+  }
+
+  void ScheduleRefresh() {
+    // Debounce: an editor's or installer's burst of events is one refresh.
+    debounce_.expires_after(std::chrono::milliseconds(60));
+    debounce_.async_wait([this](const boost::system::error_code& e) {
+      if (!e && !stopping_) Enqueue(Task{});
+    });
   }
 
   void ReadInotify() {
@@ -261,13 +277,7 @@ class Daemon {
         if (!noise && !(ev->mask & IN_IGNORED)) relevant = true;
         off += sizeof(inotify_event) + ev->len;
       }
-      if (relevant) {
-        // Debounce: an editor's or installer's burst of events is one refresh.
-        debounce_.expires_after(std::chrono::milliseconds(60));
-        debounce_.async_wait([this](const boost::system::error_code& e) {
-          if (!e && !stopping_) Enqueue(Task{});
-        });
-      }
+      if (relevant) ScheduleRefresh();
       ReadInotify();
     });
   }
