@@ -767,4 +767,22 @@ std::string Printable(const std::string& s) {
   return out;
 }
 
+std::function<std::string(const ge::host::DiscoveredPlugin&)> CrashVerdicts(const std::string& cache_path) {
+  std::string why;
+  auto cache = LoadCache(cache_path.empty() ? DefaultCachePath() : cache_path, &why, /*light=*/true);
+  if (!cache) return {};
+  auto records = std::make_shared<std::map<std::string, json>>(CacheRecords(std::move(*cache)));
+  return [records](const ge::host::DiscoveredPlugin& d) -> std::string {
+    auto it = records->find(d.path);
+    if (it == records->end()) return {};
+    const std::string status = it->second.value("status", std::string());
+    if (status != "crashed" && status != "hung" && status != "exited") return {};
+    const Stamp old = Stamp::FromJson(it->second.value("stamp", json::object()));
+    if (!ComputeStamp(d.path, d.is_package, false).SameMeta(old)) return {};  // changed since: try again
+    const std::string error = it->second.value("error", std::string());
+    return "the plugin registry marks it " + status + (error.empty() ? "" : " (" + error + ")") +
+           "; fix the plugin (any change clears the mark) or run without --skip-crashed";
+  };
+}
+
 }  // namespace ge::registry

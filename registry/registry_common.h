@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ge/host/plugin_host.h"
+
 namespace ge::registry {
 
 using nlohmann::json;
@@ -109,6 +111,12 @@ std::optional<json> LoadCache(const std::string& path, std::string* why, bool li
 bool SaveCache(const std::string& path, const std::vector<std::string>& entries,
                const std::map<std::string, json>& records, std::string* why);
 std::map<std::string, json> CacheRecords(json cache);
+
+// For HostOptions::skip_plugin: the reason to skip a plugin that the cache at
+// `cache_path` (empty: DefaultCachePath()) marks crashed, hung or exited,
+// while its files are unchanged since (same mtime, size and file count). A
+// missing or unreadable cache skips nothing.
+std::function<std::string(const ge::host::DiscoveredPlugin&)> CrashVerdicts(const std::string& cache_path);
 
 // ---- defaults (XDG; systemd's RUNTIME_DIRECTORY / CACHE_DIRECTORY; /run, /var/cache for root) --
 std::string DefaultSocketPath();

@@ -399,6 +399,15 @@ struct PluginHost::Impl {
     PluginReport r = m.report;
     const DiscoveredPlugin& d = m.plugin;
     if (!m.ok) return r;
+    if (opts.skip_plugin) {
+      const std::string why = opts.skip_plugin(d);
+      if (!why.empty()) {
+        r.status = "skipped";
+        r.error = d.path + ": skipped: " + why;
+        log->info("{}", r.error);
+        return r;
+      }
+    }
     static const std::regex kIdent("[A-Za-z_][A-Za-z0-9_]*");
     if (!std::regex_match(d.name, kIdent)) {
       r.status = "error";

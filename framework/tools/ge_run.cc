@@ -15,6 +15,7 @@
 #include "ge/host/plugin_host.h"
 #include "ge/log.h"
 #include "ge/platform/platform_info.h"
+#include "registry_common.h"
 
 namespace po = boost::program_options;
 namespace stdfs = std::filesystem;
@@ -73,7 +74,8 @@ nlohmann::json ShapeJson(const Shape& s) {
 }  // namespace
 
 int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  std::string graph_path, opp_path, output_dir = "ge_run_out", log_level, soc = "host";
+  std::string graph_path, opp_path, output_dir = "ge_run_out", log_level, soc = "host", registry_cache;
+  bool skip_crashed = false;
   std::vector<std::string> option_args;
   int repeat = 1;
   bool json_out = false;
@@ -86,6 +88,10 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       "option", po::value<std::vector<std::string>>(&option_args)->composing(),
       "compile option KEY=VALUE (repeatable; overrides the graph's \"options\")")(
       "json", po::bool_switch(&json_out), "print the summary as JSON on stdout")(
+      "skip-crashed", po::bool_switch(&skip_crashed),
+      "do not load plugins the registry marks crashed, hung or exited (unchanged since)")(
+      "registry-cache", po::value<std::string>(&registry_cache),
+      "the registry cache for --skip-crashed (default: ge-plugin-registryd's)")(
       "log-level", po::value<std::string>(&log_level), "trace, debug, info, warn, error, off (default: GE_LOG_LEVEL or warn)");
   po::options_description hidden;
   hidden.add_options()("graph", po::value<std::string>(&graph_path));
@@ -177,6 +183,7 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       opts.opp_paths = host::SplitOppPath(opp_path);
       opts.use_env_opp_path = false;
     }
+    if (skip_crashed) opts.skip_plugin = registry::CrashVerdicts(registry_cache);
     host::PluginHost plugin_host(opts, registry);
     const auto& reports = plugin_host.LoadAll();
     std::string failed;

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,12 @@
 #include "ge/op/op_registry.h"
 
 namespace ge::host {
+
+struct DiscoveredPlugin {
+  std::string name;  // module name: file stem or directory name
+  std::string path;  // canonical path of the .py file or package directory
+  bool is_package = false;
+};
 
 struct HostOptions {
   // opp path entries (files or folders), in priority order. When empty and
@@ -42,9 +49,14 @@ struct HostOptions {
   // Log level of every component ("trace" ... "off"); empty keeps the current
   // one (GE_LOG_LEVEL or warn). An unknown name throws std::invalid_argument.
   std::string log_level;
+  // Asked before a plugin is imported; a non-empty reason skips it (status
+  // "skipped"), e.g. the registry's verdict that it crashes or hangs when
+  // loaded. Called on the loading thread, without the interpreter lock.
+  std::function<std::string(const DiscoveredPlugin&)> skip_plugin;
 };
 
-// What happened to one plugin. status: "ok", "error", "conflict", "missing".
+// What happened to one plugin. status: "ok", "error", "conflict", "missing",
+// "skipped" (HostOptions::skip_plugin).
 struct PluginReport {
   std::string name;
   std::string path;
@@ -58,11 +70,6 @@ struct PluginReport {
   std::vector<std::pair<std::string, std::string>> capabilities;  // (op_type, "eager_execute,infer_meta")
 };
 
-struct DiscoveredPlugin {
-  std::string name;  // module name: file stem or directory name
-  std::string path;  // canonical path of the .py file or package directory
-  bool is_package = false;
-};
 
 // Splits a ':'-separated opp path, dropping empty entries.
 std::vector<std::string> SplitOppPath(const std::string& value);

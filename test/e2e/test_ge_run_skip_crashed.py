@@ -1,0 +1,63 @@
+"""ge-run --skip-crashed: the engine's host uses the registry's verdicts."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+CRASH_AT_IMPORT = "import ctypes\nctypes.string_at(0)\n"
+
+
+def _graph(tmp_path):
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps({
+        "inputs": [{"name": "x", "dtype": "float32", "shape": [2], "data": [1.0, -1.0]}],
+        "nodes": [{"name": "a", "op_type": "GeluCustom", "inputs": ["x"]}],
+        "outputs": ["a:0"]}))
+    return g
+
+
+def _opp(tmp_path, source_dir):
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    (opp / "boom.py").write_text(CRASH_AT_IMPORT)
+    (opp / "gelu.py").write_text((source_dir / "plugins" / "samples" / "gelu.py").read_text())
+    return opp
+
+
+def _ls(ge_run_bin, opp, cache):
+    ls = Path(ge_run_bin).parent / "ge-plugin-ls"
+    p = subprocess.run([str(ls), "--no-daemon", "--json", "--opp-path", str(opp), "--cache", str(cache)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return {pl["name"]: pl["status"] for pl in json.loads(p.stdout)["plugins"]}
+
+
+def test_skip_crashed_skips_the_registry_verdict_and_loads_the_rest(ge_run, ge_run_bin, tmp_path, source_dir):
+    opp = _opp(tmp_path, source_dir)
+    cache = tmp_path / "cache.json"
+    assert _ls(ge_run_bin, opp, cache) == {"boom": "crashed", "gelu": "ok"}
+    res = ge_run(_graph(tmp_path), "--skip-crashed", "--registry-cache", str(cache), opp_path=(str(opp),))
+    assert res.returncode == 0, res.stderr
+    assert "boom" in res.stderr and "skipped" in res.stderr and "crashed" in res.stderr
+    assert res.outputs() == ["a_0.npy"]
+
+
+def test_a_changed_plugin_is_tried_again(ge_run, ge_run_bin, tmp_path, source_dir):
+    opp = _opp(tmp_path, source_dir)
+    cache = tmp_path / "cache.json"
+    _ls(ge_run_bin, opp, cache)
+    (opp / "boom.py").write_text("raise ImportError('fixed but still broken')\n")
+    os.utime(opp / "boom.py", (1, 1))
+    res = ge_run(_graph(tmp_path), "--skip-crashed", "--registry-cache", str(cache), opp_path=(str(opp),))
+    assert res.returncode == 0, res.stderr
+    assert "fixed but still broken" in res.stderr  # loaded (and failed) instead of skipped
+    assert "skipped" not in res.stderr
+
+
+def test_without_a_cache_nothing_is_skipped(ge_run, tmp_path, source_dir):
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    (opp / "gelu.py").write_text((source_dir / "plugins" / "samples" / "gelu.py").read_text())
+    res = ge_run(_graph(tmp_path), "--skip-crashed", "--registry-cache", str(tmp_path / "none.json"),
+                 opp_path=(str(opp),))
+    assert res.returncode == 0, res.stderr
