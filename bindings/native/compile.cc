@@ -2,6 +2,8 @@
 // schema-bound `compile` dispatch (API.md section 4).
 #include <boost/python.hpp>
 
+#include <optional>
+
 #include "dispatch.h"
 #include "errors.h"
 #include "views.h"
@@ -45,25 +47,41 @@ std::string StrArg(bp::object o, const char* what) {
   }
   std::string s = SafeStr(o.ptr());
   if (s.empty()) RaiseValueError(std::string(what) + " must not be empty");
+  if (s.find('\0') != std::string::npos) RaiseValueError(std::string(what) + " must not contain a NUL character");
   return s;
 }
 
-std::string GetOption(const CompileCtxView& v, bp::object key) {
+// A str from configuration bytes that may not be UTF-8 (undecodable bytes
+// become surrogate escapes, as os.fsdecode does, instead of an exception).
+bp::object Text(const std::string& s) {
+  PyObject* u = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
+  if (u == nullptr) bp::throw_error_already_set();
+  return bp::object(bp::handle<>(u));
+}
+
+// A strictly decimal, positive count ("4"; not " 4", "+4" or "").
+std::optional<int64_t> PositiveCount(const std::string& s) {
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const int64_t v = std::stoll(s);
+  return v > 0 ? std::optional<int64_t>(v) : std::nullopt;
+}
+
+bp::object GetOption(const CompileCtxView& v, bp::object key) {
   OpCompileContext& ctx = v.Get();
   const std::string k = StrArg(key, "option key");
   auto value = ctx.GetOption(k);
   if (!value) RaiseKeyError(k);
-  return *value;
+  return Text(*value);
 }
 
-std::string PlatformResource(const PlatformView& v, bp::object group, bp::object key) {
+bp::object PlatformResource(const PlatformView& v, bp::object group, bp::object key) {
   CheckAlive(*v.lease);  // an expired view raises "expired" whatever the arguments
   const std::string g = StrArg(group, "group");
   const std::string k = StrArg(key, "key");
   auto p = v.Get();
   auto value = p->Get(g, k);
   if (!value) RaiseKeyError(g + ":" + k);
-  return *value;
+  return Text(*value);
 }
 
 bp::dict PlatformGroup(const PlatformView& v, bp::object group) {
@@ -73,7 +91,7 @@ bp::dict PlatformGroup(const PlatformView& v, bp::object group) {
   auto values = p->GetGroup(g);
   if (!values) RaiseKeyError(g);
   bp::dict d;
-  for (const auto& [k, val] : *values) d[k] = val;
+  for (const auto& [k, val] : *values) d[Text(k)] = Text(val);
   return d;
 }
 
@@ -82,8 +100,10 @@ int64_t CoreNumOf(const PlatformInfos& p, const std::string& type) {
       {"AiCore", "ai_core_cnt"}, {"VectorCore", "vector_core_cnt"}, {"CubeCore", "cube_core_cnt"}, {"AiCpu", "ai_cpu_cnt"}};
   auto k = kKeys.find(type);
   if (k == kKeys.end()) RaiseKeyError("SoCInfo:" + type);
+  auto raw = p.Get("SoCInfo", k->second);
+  if (!raw) RaiseKeyError("SoCInfo:" + k->second);
   auto n = p.CoreNum(type);
-  if (!n) RaiseKeyError("SoCInfo:" + k->second);
+  if (!n) RaiseValueError("platform value SoCInfo:" + k->second + " is not a non-negative integer: '" + *raw + "'");
   return *n;
 }
 
@@ -93,7 +113,9 @@ int64_t CoreNum(const PlatformView& v, bp::object core_type) {
   if (core_type.is_none()) {
     CheckAlive(*v.lease);
     auto opt = v.ctx->GetOption("ge.coreType");
-    type = opt && !opt->empty() ? *opt : v.Get()->DefaultCoreType();
+    if (opt && opt->empty()) RaiseValueError("compile option ge.coreType must not be empty");
+    type = opt ? *opt : v.Get()->DefaultCoreType();
+    if (type.empty()) RaiseValueError("the platform's SoCInfo:core_type_list starts with an empty entry");
   } else {
     if (!PyUnicode_Check(core_type.ptr())) RaiseTypeError("core_type must be a string or None");
     type = SafeStr(core_type.ptr());
@@ -105,27 +127,19 @@ int64_t CoreNum(const PlatformView& v, bp::object core_type) {
 int64_t AiCoreNum(const PlatformView& v) {
   auto p = v.Get();
   int64_t n = CoreNumOf(*p, "AiCore");
-  if (auto limit = v.ctx->GetOption("ge.aicoreNum"); limit && !limit->empty()) {
-    std::size_t used = 0;
-    long long l = -1;
-    try {
-      l = std::stoll(*limit, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != limit->size() || l <= 0) {
-      RaiseValueError("compile option ge.aicoreNum must be a positive integer, got '" + *limit + "'");
-    }
-    n = std::min<int64_t>(n, l);
+  if (auto limit = v.ctx->GetOption("ge.aicoreNum")) {
+    auto l = PositiveCount(*limit);
+    if (!l) RaiseValueError("compile option ge.aicoreNum must be a positive integer, got '" + *limit + "'");
+    n = std::min<int64_t>(n, *l);
   }
   return n;
 }
 
-std::string SocVersion(const PlatformView& v) {
+bp::object SocVersion(const PlatformView& v) {
   auto p = v.Get();
   auto s = p->Get("version", "SoC_version");
   if (!s) RaiseKeyError("version:SoC_version");
-  return *s;
+  return Text(*s);
 }
 
 bool CompileActive(const CompileCtxView& v) { return v.lease && v.lease->alive(); }

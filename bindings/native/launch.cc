@@ -147,7 +147,12 @@ void AddLaunch(const LaunchCtxView& v, bp::object info, bp::object args) {
   const uint64_t block_dim = NonNegative(info.attr("block_dim"), "block_dim");
   if (block_dim > 0xFFFFFFFFULL) RaiseValueError("block_dim must fit in uint32");
   launch.block_dim = static_cast<uint32_t>(block_dim);
-  launch.stream_id = bp::extract<int64_t>(info.attr("stream_id"));
+  bp::object stream = info.attr("stream_id");
+  if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr())) RaiseTypeError("stream_id must be an int");
+  int overflow = 0;
+  const long long sid = PyLong_AsLongLongAndOverflow(stream.ptr(), &overflow);
+  if (overflow != 0) RaiseValueError("stream_id must fit in int64");
+  launch.stream_id = sid;
   launch.args = st.slots;
   try {
     ctx.AddLaunch(std::move(launch));

@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iomanip>
 #include <nlohmann/json.hpp>
@@ -137,9 +138,13 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       const std::string dir = DefaultPlatformDir();
       std::error_code ec;
       if (soc.find('/') != std::string::npos || !stdfs::is_regular_file(stdfs::path(dir) / (soc + ".ini"), ec)) {
+        ec.clear();
         std::vector<std::string> names{"host"};
         for (stdfs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-          if (it->path().extension() == ".ini") names.push_back(it->path().stem().string());
+          std::error_code fec;
+          if (it->path().extension() == ".ini" && stdfs::is_regular_file(it->path(), fec)) {
+            names.push_back(it->path().stem().string());
+          }
         }
         std::sort(names.begin() + 1, names.end());
         std::string list;
@@ -207,6 +212,14 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
         result = engine.Run(compiled, repeat);
       } catch (const EngineError& e) {
         err << "ge-run: error: " << e.what() << "\n";
+        if (e.fatal()) {
+          // A crashed kernel may hold locks (the heap's, the loader's): end now,
+          // without destructors; nothing was written.
+          err << "ge-run: the process is ended without clean-up after the kernel crash\n";
+          err.flush();
+          out.flush();
+          std::_Exit(1);
+        }
         if (!e.details().empty() && e.details() != e.what()) err << e.details() << "\n";
         if (std::string(e.what()).find("unknown op_type") != std::string::npos) {
           if (!failed.empty()) {
@@ -217,7 +230,10 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
         }
         return 1;
       }
-      const auto files = WriteOutputs(graph, result, output_dir);
+      // The summary is complete before any output file is written: nothing
+      // after the write can fail and leave files behind.
+      std::map<std::string, std::string> files;
+      for (const auto& r : graph.outputs) files[r.text] = (stdfs::path(output_dir) / OutputFileName(r)).string();
       summary["graph"] = graph.name;
       summary["soc"] = soc;
       summary["options"] = compiled.options;
@@ -250,9 +266,10 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
         summary["plugins"].push_back({{"name", r.name}, {"path", r.path}, {"isolation", r.isolation},
                                       {"status", r.status}, {"error", r.error}, {"ops", r.op_types}});
       }
+      WriteOutputs(graph, result, output_dir);
     }
     if (json_out) {
-      out << summary.dump(2) << "\n";
+      out << summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       out << "graph '" << graph.name << "' (soc " << soc << "): " << summary["nodes"].size() << " node(s), " << repeat << " run(s) in "
           << std::fixed << std::setprecision(3) << 1e3 * summary["seconds"].get<double>() << " ms, "

@@ -88,6 +88,29 @@ void abrt(uint32_t block_idx, uint32_t block_dim, const uint64_t* args) {
   (void)block_idx; (void)block_dim; (void)args;
   abort();
 }
+/* glibc aborts inside free() while holding the heap lock. */
+void double_free(uint32_t block_idx, uint32_t block_dim, const uint64_t* args) {
+  char* volatile p = (char*)malloc(2000);
+  free(p);
+  free(p);
+}
+/* Block 0 crashes while holding a lock the other blocks wait for. */
+#include <pthread.h>
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+void crash_holding_lock(uint32_t block_idx, uint32_t block_dim, const uint64_t* args) {
+  pthread_mutex_lock(&mu);
+  if (block_idx == 0) { volatile int* q = (volatile int*)16; *q = 1; }
+  pthread_mutex_unlock(&mu);
+}
+static int deep(int n) { volatile char pad[4096]; pad[0] = (char)n; return n == 0 ? pad[0] : deep(n + 1) + pad[0]; }
+void overflow(uint32_t block_idx, uint32_t block_dim, const uint64_t* args) { (void)deep(1); }
+void calls_exit(uint32_t block_idx, uint32_t block_dim, const uint64_t* args) { exit(0); }
+"""
+
+_CTOR_CRASH = r"""
+#include <stdint.h>
+__attribute__((constructor)) static void boom(void) { volatile int* q = (volatile int*)16; *q = 1; }
+void k(uint32_t block_idx, uint32_t block_dim, const uint64_t* args) {}
 """
 
 
@@ -109,6 +132,9 @@ def kernel_dir(tmp_path_factory):
     _cc(src, "crash", _CRASH, d / "crash.so", flags=("-O0", "-shared", "-fPIC"))
     _cc(src, "reloc", _SIMPLE, d / "reloc.o", flags=("-O2", "-c", "-fPIC"))
     (d / "garbage.bin").write_bytes(b"this is not an ELF shared object\n" * 8)
+    _cc(src, "ctor_crash", _CTOR_CRASH, d / "ctor_crash.so", flags=("-O0", "-shared", "-fPIC"))
+    whole = (d / "simple.so").read_bytes()
+    (d / "truncated.so").write_bytes(whole[: len(whole) // 2])
     return d
 
 
@@ -253,11 +279,19 @@ def test_execute_and_declare_uses_the_plan(ge_run, write_graph, kernels, launch_
 FAILURES = {
     "missing_symbol": ("simple.so", "no_such_kernel", 1, ["not found in kernel_bin"]),
     "not_elf": ("garbage.bin", "add_one", 1, ["not an ELF shared object"]),
-    "relocatable_object": ("reloc.o", "add_one", 1, ["cannot load kernel_bin"]),
+    "relocatable_object": ("reloc.o", "add_one", 1, ["not a shared object", "-shared -fPIC"]),
     "abort_one_block": ("crash.so", "abrt", 1, ["crashed", "SIGABRT"]),
     "abort_on_the_pool": ("crash.so", "abrt", 4, ["crashed", "SIGABRT"]),
     "segfault_one_block": ("crash.so", "segv", 1, ["crashed", "SIGSEGV"]),
     "segfault_on_the_pool": ("crash.so", "segv", 4, ["crashed", "SIGSEGV"]),
+    # A crash while holding a lock (the heap's, or the kernel's own): reported,
+    # then the process ends instead of deadlocking.
+    "double_free": ("crash.so", "double_free", 1, ["crashed", "SIGABRT"]),
+    "crash_holding_a_lock_on_the_pool": ("crash.so", "crash_holding_lock", 4, ["crashed", "SIGSEGV"]),
+    "stack_overflow": ("crash.so", "overflow", 1, ["crashed", "SIGSEGV"]),
+    "constructor_crash": ("ctor_crash.so", "k", 1, ["crashed while loading", "SIGSEGV"]),
+    "truncated_elf": ("truncated.so", "add_one", 1, ["truncated"]),
+    "libc_symbol_is_not_a_kernel": ("simple.so", "exit", 1, ["not found in kernel_bin"]),
 }
 
 
@@ -271,6 +305,15 @@ def test_kernel_failures_name_the_node_and_kernel(ge_run, write_graph, kernels, 
                     ["ok:0", "r:0"], inputs=[f32("x", [float(i) for i in range(16)])])
     res = ge_run(g, "--repeat", "2", opp_path=(launch_opp["file_kernel"],))
     assert_failed_cleanly(res, "'bad_node'", "LaunchFile", f"kernel '{kernel_name}'", *fragments)
+
+
+def test_a_kernel_calling_exit_is_not_a_success(ge_run, write_graph, kernels, launch_opp):
+    g = write_graph([node("bad_node", "LaunchFile", ["x"], {"kernel_file": "crash.so", "kernel_name": "calls_exit"})],
+                    ["bad_node:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=(launch_opp["file_kernel"],))
+    assert res.returncode == 70, res.stderr
+    assert "kernel called exit()" in res.stderr
+    assert res.outputs() == []
 
 
 def test_a_good_file_kernel_runs(ge_run, write_graph, kernels, launch_opp):
@@ -300,7 +343,8 @@ def test_kernel_loading_leaves_no_files(ge_run, write_graph, kernels, launch_opp
     np.testing.assert_array_equal(res.load("axpy_0.npy"), np.array([3.0, 6.0, 9.0], np.float32))
     assert sorted(os.listdir(cwd)) == []
     assert sorted(os.listdir(tmpdir)) == []  # the sample's compile cleans its build directory too
-    assert sorted(os.listdir(kernels)) == ["crash.so", "dyn.so", "garbage.bin", "reloc.o", "simple.so", "two.so"]
+    assert sorted(os.listdir(kernels)) == ["crash.so", "ctor_crash.so", "dyn.so", "garbage.bin", "reloc.o",
+                                           "simple.so", "truncated.so", "two.so"]
 
 
 def test_sample_cache_miss_is_a_clear_error(ge_run, write_graph, launch_opp):

@@ -3,8 +3,10 @@
 
 #include <csetjmp>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <elf.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,23 +14,38 @@
 namespace ge {
 
 // ---- crash guard ---------------------------------------------------------------------
-// While a pool thread runs a kernel block, fatal signals raised on that thread
-// jump back to the block runner, which reports them. Signals on any other
-// thread get the default action.
+// While a thread runs kernel code (a block, or a binary's constructors during
+// dlopen), fatal signals raised on that thread jump back to the guard, which
+// reports them. Signals elsewhere go to the handler that was installed before
+// ours (the engine's, or the default action). Each guarded thread has an
+// alternate signal stack, so a kernel's stack overflow is reported too.
 namespace {
 
 thread_local sigjmp_buf t_jump;
 thread_local volatile sig_atomic_t t_in_kernel = 0;
+thread_local bool t_altstack = false;
 std::once_flag g_handlers_once;
 constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+struct sigaction g_previous[NSIG];
+std::atomic<int> g_kernels_running{0};  // threads inside kernel code (for the exit() guard)
 
 void OnFatalSignal(int sig) {
   if (t_in_kernel) {
     t_in_kernel = 0;
     siglongjmp(t_jump, sig);
   }
-  std::signal(sig, SIG_DFL);
-  std::raise(sig);
+  sigaction(sig, &g_previous[sig], nullptr);  // chain: the previous handler or the default action
+  raise(sig);
+}
+
+// A kernel (or a binary's constructor) calling exit() would otherwise end the
+// process looking like a success.
+void ExitGuard() {
+  if (g_kernels_running.load() > 0) {
+    static const char kMsg[] = "ge: a kernel called exit() while running; the run is aborted\n";
+    (void)!::write(STDERR_FILENO, kMsg, sizeof(kMsg) - 1);
+    _exit(70);
+  }
 }
 
 void InstallHandlers() {
@@ -37,28 +54,49 @@ void InstallHandlers() {
       struct sigaction sa {};
       sa.sa_handler = OnFatalSignal;
       sigemptyset(&sa.sa_mask);
-      sa.sa_flags = SA_NODEFER;
-      sigaction(sig, &sa, nullptr);
+      sa.sa_flags = SA_NODEFER | SA_ONSTACK;
+      sigaction(sig, &sa, &g_previous[sig]);
     }
+    std::atexit(ExitGuard);
   });
 }
 
-// Runs one block; returns 0 or the signal that ended it.
-int GuardedBlock(CpuKernelFn fn, uint32_t idx, uint32_t dim, const uint64_t* args) {
+void EnsureAltStack() {
+  if (t_altstack) return;
+  t_altstack = true;
+  constexpr std::size_t kSize = 1 << 16;
+  void* mem = std::malloc(kSize);  // per thread, kept for the thread's life
+  if (mem == nullptr) return;
+  stack_t ss{};
+  ss.ss_sp = mem;
+  ss.ss_size = kSize;
+  if (sigaltstack(&ss, nullptr) != 0) std::free(mem);
+}
+
+// Runs f() guarded; returns 0 or the signal that ended it.
+template <typename F>
+int Guarded(F&& f) {
+  EnsureAltStack();
+  g_kernels_running.fetch_add(1);
   const int sig = sigsetjmp(t_jump, 1);
-  if (sig != 0) return sig;
+  if (sig != 0) {
+    g_kernels_running.fetch_sub(1);
+    return sig;
+  }
   t_in_kernel = 1;
-  fn(idx, dim, args);
+  f();
   t_in_kernel = 0;
+  g_kernels_running.fetch_sub(1);
   return 0;
 }
 
-// "signal SIGSEGV (Segmentation fault) in block 3" (sigabbrev_np gives the name without "SIG").
-std::string CrashText(int sig, uint32_t block) {
+// "signal SIGSEGV (Segmentation fault)" (sigabbrev_np gives the name without "SIG").
+std::string SignalText(int sig) {
   const char* abbrev = sigabbrev_np(sig);
-  return "signal " + (abbrev ? "SIG" + std::string(abbrev) : std::to_string(sig)) + " (" + strsignal(sig) +
-         ") in block " + std::to_string(block);
+  return "signal " + (abbrev ? "SIG" + std::string(abbrev) : std::to_string(sig)) + " (" + strsignal(sig) + ")";
 }
+
+std::string CrashText(int sig, uint64_t block) { return SignalText(sig) + " in block " + std::to_string(block); }
 
 unsigned DefaultThreads() {
   cpu_set_t set;
@@ -67,11 +105,56 @@ unsigned DefaultThreads() {
   return n ? n : 1;
 }
 
+#if defined(__x86_64__)
+constexpr uint16_t kHostMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr uint16_t kHostMachine = EM_AARCH64;
+#else
+constexpr uint16_t kHostMachine = EM_NONE;
+#endif
+
+// Checks what dlopen would otherwise discover by crashing or failing obscurely:
+// a 64-bit little-endian shared object for this machine whose headers and
+// loadable segments lie within the bytes.
+void CheckElf(const std::string& bin) {
+  const std::string size = std::to_string(bin.size()) + " bytes";
+  if (bin.size() < 4 || std::memcmp(bin.data(), ELFMAG, SELFMAG) != 0) {
+    throw KernelError("kernel_bin is not an ELF shared object (" + size + " without the ELF magic)");
+  }
+  if (bin.size() < sizeof(Elf64_Ehdr)) throw KernelError("kernel_bin is not an ELF shared object (truncated header, " + size + ")");
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bin.data(), sizeof(eh));
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB) {
+    throw KernelError("kernel_bin is not a 64-bit little-endian ELF object");
+  }
+  if (eh.e_type != ET_DYN) {
+    throw KernelError("kernel_bin is an ELF object of type " + std::to_string(eh.e_type) +
+                      ", not a shared object (build it with -shared -fPIC)");
+  }
+  if (kHostMachine != EM_NONE && eh.e_machine != kHostMachine) {
+    throw KernelError("kernel_bin is built for ELF machine " + std::to_string(eh.e_machine) + ", this host is " +
+                      std::to_string(kHostMachine));
+  }
+  const uint64_t ph_end = eh.e_phoff + static_cast<uint64_t>(eh.e_phnum) * eh.e_phentsize;
+  if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || ph_end > bin.size() || ph_end < eh.e_phoff) {
+    throw KernelError("kernel_bin is not a valid ELF shared object (program headers outside its " + size + ")");
+  }
+  for (uint16_t i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    std::memcpy(&ph, bin.data() + eh.e_phoff + static_cast<uint64_t>(i) * sizeof(ph), sizeof(ph));
+    if (ph.p_type == PT_LOAD && (ph.p_offset + ph.p_filesz > bin.size() || ph.p_offset + ph.p_filesz < ph.p_offset)) {
+      throw KernelError("kernel_bin is truncated: a loadable segment ends at byte " +
+                        std::to_string(ph.p_offset + ph.p_filesz) + " of " + size);
+    }
+  }
+}
+
 }  // namespace
 
 // ---- KernelCache -------------------------------------------------------------------------
 
 KernelCache::~KernelCache() {
+  if (poisoned_) return;  // the loader may be locked by a crashed constructor
   for (auto& kv : loaded_) {
     dlclose(kv.second.handle);
     ::close(kv.second.fd);
@@ -84,18 +167,20 @@ std::size_t KernelCache::LoadedBinaries() const {
 }
 
 CpuKernelFn KernelCache::Resolve(const std::string& bin, const std::string& kernel_name) {
-  if (bin.size() < 4 || std::memcmp(bin.data(), "\x7f" "ELF", 4) != 0) {
-    throw KernelError("kernel_bin is not an ELF shared object (" + std::to_string(bin.size()) +
-                      " bytes without the ELF magic)");
+  CheckElf(bin);
+  if (kernel_name.empty() || kernel_name.find('\0') != std::string::npos) {
+    throw KernelError("kernel name must be non-empty and contain no NUL byte");
   }
+  InstallHandlers();
   std::lock_guard<std::mutex> lock(mu_);
+  if (poisoned_) throw KernelError("kernel loading is disabled: an earlier kernel_bin crashed while loading");
   const std::size_t h = std::hash<std::string>{}(bin);
-  void* handle = nullptr;
+  const Entry* entry = nullptr;
   for (auto [it, end] = loaded_.equal_range(h); it != end; ++it) {
-    if (it->second.bytes == bin) handle = it->second.handle;
+    if (it->second.bytes == bin) entry = &it->second;
   }
-  if (handle == nullptr) {
-    // Load from memory: a sealed anonymous file, opened through /proc.
+  if (entry == nullptr) {
+    // Load from memory: an anonymous file, opened through /proc.
     const int fd = memfd_create("ge-kernel", MFD_CLOEXEC);
     if (fd < 0) throw KernelError(std::string("cannot load kernel_bin: memfd_create: ") + std::strerror(errno));
     std::size_t off = 0;
@@ -108,18 +193,27 @@ CpuKernelFn KernelCache::Resolve(const std::string& bin, const std::string& kern
       off += static_cast<std::size_t>(n);
     }
     const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    void* handle = nullptr;
     dlerror();
-    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // Constructors of the binary run here: guard them like kernel code.
+    const int sig = Guarded([&] { handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL); });
+    if (sig != 0) {
+      poisoned_ = true;
+      throw KernelError("kernel_bin crashed while loading (in its constructors): " + SignalText(sig));
+    }
     if (handle == nullptr) {
       ::close(fd);
       const char* e = dlerror();
       throw KernelError(std::string("cannot load kernel_bin as a shared object: ") + (e ? e : "unknown error"));
     }
-    loaded_.emplace(h, Entry{bin, handle, fd});
+    entry = &loaded_.emplace(h, Entry{bin, handle, fd, path})->second;
   }
   dlerror();
-  void* sym = dlsym(handle, kernel_name.c_str());
-  if (sym == nullptr) {
+  void* sym = dlsym(entry->handle, kernel_name.c_str());
+  // dlsym also searches the object's dependencies (libc): only the binary's own
+  // definitions are kernels.
+  Dl_info info{};
+  if (sym == nullptr || dladdr(sym, &info) == 0 || info.dli_fname == nullptr || entry->name != info.dli_fname) {
     throw KernelError("kernel '" + kernel_name + "' not found in kernel_bin (" + std::to_string(bin.size()) + " bytes)");
   }
   return reinterpret_cast<CpuKernelFn>(sym);
@@ -127,84 +221,127 @@ CpuKernelFn KernelCache::Resolve(const std::string& bin, const std::string& kern
 
 // ---- BlockPool -------------------------------------------------------------------------------
 
-BlockPool::BlockPool(unsigned threads) {
+struct BlockPool::State {
+  std::mutex mu;
+  std::condition_variable cv, done_cv;
+  bool stop = false;
+  uint64_t generation = 0;
+  // The current job.
+  CpuKernelFn fn = nullptr;
+  uint32_t block_dim = 0;
+  const uint64_t* args = nullptr;
+  std::atomic<uint64_t> next{0};  // 64-bit: never wraps past a uint32 block_dim
+  std::atomic<uint64_t> finished{0};
+  unsigned active_workers = 0;
+  std::mutex crash_mu;
+  std::optional<std::string> crash;
+  std::atomic<bool> abandoned{false};
+
+  void RunBlocks() {
+    for (;;) {
+      if (abandoned.load()) break;
+      const uint64_t idx = next.fetch_add(1);
+      if (idx >= block_dim) break;
+      const int sig = Guarded([&] { fn(static_cast<uint32_t>(idx), block_dim, args); });
+      if (sig != 0) {
+        {
+          std::lock_guard<std::mutex> lock(crash_mu);
+          if (!crash) crash = CrashText(sig, idx);
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu);  // no lost wake-up of the waiting caller
+          abandoned.store(true);
+        }
+        done_cv.notify_all();
+        return;
+      }
+      finished.fetch_add(1);
+    }
+  }
+
+  static void Worker(std::shared_ptr<State> st) {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(st->mu);
+        st->cv.wait(lock, [&] { return st->stop || st->generation != seen; });
+        if (st->stop) return;
+        seen = st->generation;
+        ++st->active_workers;
+      }
+      st->RunBlocks();
+      {
+        std::lock_guard<std::mutex> lock(st->mu);
+        --st->active_workers;
+      }
+      st->done_cv.notify_all();
+    }
+  }
+};
+
+BlockPool::BlockPool(unsigned threads) : st_(std::make_shared<State>()) {
   InstallHandlers();
-  const unsigned n = threads ? threads : DefaultThreads();
-  for (unsigned i = 1; i < n; ++i) workers_.emplace_back([this] { Worker(); });
+  threads_ = threads ? threads : DefaultThreads();
+  for (unsigned i = 1; i < threads_; ++i) workers_.emplace_back(&State::Worker, st_);
 }
 
 BlockPool::~BlockPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(st_->mu);
+    st_->stop = true;
   }
-  cv_.notify_all();
-  for (auto& t : workers_) t.join();
-}
-
-void BlockPool::RunBlocks() {
-  for (;;) {
-    const uint32_t idx = next_.fetch_add(1);
-    if (idx >= block_dim_) break;
-    const int sig = GuardedBlock(fn_, idx, block_dim_, args_);
-    if (sig != 0) {
-      std::lock_guard<std::mutex> lock(crash_mu_);
-      if (!crash_) crash_ = CrashText(sig, idx);
+  st_->cv.notify_all();
+  const bool abandoned = st_->abandoned.load();
+  for (auto& t : workers_) {
+    if (abandoned) {
+      t.detach();  // may be stuck in a crashed kernel's lock; it holds the state alive
+    } else {
+      t.join();
     }
-    finished_.fetch_add(1);
   }
 }
 
-void BlockPool::Worker() {
-  uint64_t seen = 0;
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      ++active_workers_;
-    }
-    RunBlocks();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      --active_workers_;
-    }
-    done_cv_.notify_all();
-  }
-}
+bool BlockPool::Abandoned() const noexcept { return st_->abandoned.load(); }
 
 std::optional<std::string> BlockPool::Run(CpuKernelFn fn, uint32_t block_dim, const uint64_t* args) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
-  crash_.reset();
+  State& st = *st_;
+  if (st.abandoned.load()) return std::string("the kernel pool was abandoned after an earlier kernel crash");
+  {
+    std::lock_guard<std::mutex> lock(st.crash_mu);
+    st.crash.reset();
+  }
   if (block_dim == 1 || workers_.empty()) {
     // No hand-off: the calling thread runs every block (the common small case
     // stays well under a microsecond of host overhead).
-    for (uint32_t i = 0; i < block_dim; ++i) {
-      const int sig = GuardedBlock(fn, i, block_dim, args);
+    for (uint64_t i = 0; i < block_dim; ++i) {
+      const int sig = Guarded([&] { fn(static_cast<uint32_t>(i), block_dim, args); });
       if (sig != 0) {
+        st.abandoned.store(true);
         return CrashText(sig, i);
       }
     }
     return std::nullopt;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    fn_ = fn;
-    block_dim_ = block_dim;
-    args_ = args;
-    next_.store(0);
-    finished_.store(0);
-    ++generation_;
+    std::lock_guard<std::mutex> lock(st.mu);
+    st.fn = fn;
+    st.block_dim = block_dim;
+    st.args = args;
+    st.next.store(0);
+    st.finished.store(0);
+    ++st.generation;
   }
-  cv_.notify_all();
-  RunBlocks();
+  st.cv.notify_all();
+  st.RunBlocks();
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] { return finished_.load() >= block_dim_ && active_workers_ == 0; });
+    std::unique_lock<std::mutex> lock(st.mu);
+    st.done_cv.wait(lock, [&] {
+      return st.abandoned.load() || (st.finished.load() >= st.block_dim && st.active_workers == 0);
+    });
   }
-  std::lock_guard<std::mutex> lock(crash_mu_);
-  return crash_;
+  std::lock_guard<std::mutex> lock(st.crash_mu);
+  return st.crash;
 }
 
 }  // namespace ge

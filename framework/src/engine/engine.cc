@@ -357,7 +357,8 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       try {
         launch.fn = cg.kernels->Resolve(*l.kernel_bin, l.kernel_name);
       } catch (const KernelError& e) {
-        throw EngineError(n.name, NodeWhere(n) + ": kernel '" + l.kernel_name + "': " + e.what());
+        const bool crashed = std::string(e.what()).find("crashed while loading") != std::string::npos;
+        throw EngineError(n.name, NodeWhere(n) + ": kernel '" + l.kernel_name + "': " + e.what(), {}, crashed);
       }
       c.launches.push_back(std::move(launch));
     }
@@ -404,7 +405,7 @@ void Engine::RunPlan(CompiledNode& c, const std::vector<Tensor*>& ins, std::map<
     auto crash = pool_->Run(l.fn, l.block_dim, l.words.data());
     ++c.stats.kernel_launches;
     if (crash) {
-      throw EngineError(n.name, NodeWhere(n) + ": kernel '" + l.kernel_name + "' crashed: " + *crash);
+      throw EngineError(n.name, NodeWhere(n) + ": kernel '" + l.kernel_name + "' crashed: " + *crash, {}, /*fatal=*/true);
     }
   }
   c.stats.execute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();

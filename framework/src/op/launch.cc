@@ -31,6 +31,13 @@ void AnnotatedArgsContext::AddLaunch(KernelLaunch launch) {
   if (launch.kernel_name.empty()) throw std::invalid_argument("kernel_name must not be empty");
   if (!launch.kernel_bin || launch.kernel_bin->empty()) throw std::invalid_argument("kernel_bin must not be empty");
   if (launch.block_dim == 0) throw std::invalid_argument("block_dim must be positive, got 0");
+  if (launch.block_dim > kMaxBlockDim) {
+    throw std::invalid_argument("block_dim " + std::to_string(launch.block_dim) + " exceeds the maximum " +
+                                std::to_string(kMaxBlockDim));
+  }
+  if (launch.kernel_name.find('\0') != std::string::npos) {
+    throw std::invalid_argument("kernel_name must not contain a NUL character");
+  }
   for (const auto& a : launch.args) {
     if (a.kind == KernelArgSlot::Kind::kInput && a.value >= inputs_.size()) {
       throw std::invalid_argument("input instance " + std::to_string(a.value) + " out of range");

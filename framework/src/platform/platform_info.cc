@@ -21,6 +21,7 @@ namespace ge {
 PlatformInfos PlatformInfos::LoadIni(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw PlatformError("platform config " + path + " does not exist");
+  if (!S_ISREG(st.st_mode)) throw PlatformError("platform config " + path + " is not a regular file");
   boost::property_tree::ptree tree;
   try {
     boost::property_tree::ini_parser::read_ini(path, tree);

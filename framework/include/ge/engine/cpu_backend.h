@@ -5,9 +5,14 @@
 // KernelCache loads each distinct binary once, from memory (memfd: no file is
 // left behind) and resolves kernel names. BlockPool runs block_dim blocks of a
 // kernel on a pool sized to the machine, without Python and without the GIL.
-// A kernel that crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) while running
-// on a pool thread is reported as that kernel's failure where the process can
-// survive it; the kernel's memory effects are undefined.
+// A kernel that crashes (SIGSEGV incl. stack overflow, SIGBUS, SIGFPE, SIGILL,
+// SIGABRT) while running a block, or while its binary is loaded (a crashing
+// constructor), is reported as that kernel's failure. After such a crash the
+// process is unreliable (the kernel may have held a lock, e.g. the heap's):
+// the pool is abandoned, and callers should report the error and end the
+// process without further clean-up (ge-run does). A kernel that calls exit()
+// ends the process with status 70 and a message, never as a silent success.
+// A kernel that never returns blocks its run: there is no watchdog.
 #pragma once
 
 #include <atomic>
@@ -41,8 +46,11 @@ class KernelCache {
   KernelCache(const KernelCache&) = delete;
   KernelCache& operator=(const KernelCache&) = delete;
 
-  // Throws KernelError: "kernel_bin is not an ELF shared object", "cannot load
-  // kernel_bin: <dlerror>", "kernel 'name' not found in kernel_bin".
+  // Throws KernelError: "kernel_bin is not an ELF shared object" (also for a
+  // truncated file, another architecture, or an executable), "cannot load
+  // kernel_bin: <dlerror>", "kernel_bin crashed while loading: signal ...",
+  // "kernel 'name' not found in kernel_bin" (symbols of other libraries, such
+  // as libc's, are never used). Resolve after a crash throws too.
   CpuKernelFn Resolve(const std::string& bin, const std::string& kernel_name);
   std::size_t LoadedBinaries() const;
 
@@ -51,8 +59,10 @@ class KernelCache {
     std::string bytes;
     void* handle;
     int fd;  // the memfd stays open: glibc would otherwise reuse a handle for a recycled /proc/self/fd/N name
+    std::string name;  // "/proc/self/fd/N", the object's name for the dynamic loader
   };
   mutable std::mutex mu_;
+  bool poisoned_ = false;  // a binary crashed while loading
   std::multimap<std::size_t, Entry> loaded_;  // by hash of the bytes
 };
 
@@ -67,28 +77,20 @@ class BlockPool {
 
   // Runs fn(block_idx, block_dim, args) for every block; returns nullopt, or
   // the description of a crash ("signal SIGSEGV (Segmentation fault) in block 3").
+  // After a crash the pool is abandoned: Run returns as soon as the crash is
+  // known (other blocks may be stuck on a lock the crashed one held), later
+  // Runs fail, and the destructor does not wait for its threads.
   std::optional<std::string> Run(CpuKernelFn fn, uint32_t block_dim, const uint64_t* args);
-  unsigned Threads() const noexcept { return static_cast<unsigned>(workers_.size()) + 1; }
+  bool Abandoned() const noexcept;
+  unsigned Threads() const noexcept { return threads_; }
+
+  struct State;  // shared with the workers, so that an abandoned worker never outlives it
 
  private:
-  void Worker();
-  void RunBlocks();
-
   std::mutex run_mu_;  // one Run at a time
-  std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
+  std::shared_ptr<State> st_;
   std::vector<std::thread> workers_;
-  bool stop_ = false;
-  uint64_t generation_ = 0;
-  // The current job.
-  CpuKernelFn fn_ = nullptr;
-  uint32_t block_dim_ = 0;
-  const uint64_t* args_ = nullptr;
-  std::atomic<uint32_t> next_{0};
-  std::atomic<uint32_t> finished_{0};
-  unsigned active_workers_ = 0;
-  std::mutex crash_mu_;
-  std::optional<std::string> crash_;
+  unsigned threads_ = 1;
 };
 
 }  // namespace ge

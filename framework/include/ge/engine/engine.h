@@ -26,15 +26,19 @@ namespace ge {
 
 class EngineError : public std::runtime_error {
  public:
-  EngineError(std::string node, const std::string& msg, std::string details = {})
-      : std::runtime_error(msg), node_(std::move(node)), details_(std::move(details)) {}
+  EngineError(std::string node, const std::string& msg, std::string details = {}, bool fatal = false)
+      : std::runtime_error(msg), node_(std::move(node)), details_(std::move(details)), fatal_(fatal) {}
   const std::string& node() const noexcept { return node_; }
+  // A kernel crashed: the process is unreliable (locks may be held); report
+  // and end it without further clean-up.
+  bool fatal() const noexcept { return fatal_; }
   // Extra lines (a Python traceback) for logs; may be empty.
   const std::string& details() const noexcept { return details_; }
 
  private:
   std::string node_;
   std::string details_;
+  bool fatal_ = false;
 };
 
 struct NodeStats {

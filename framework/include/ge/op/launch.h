@@ -20,6 +20,10 @@
 
 namespace ge {
 
+// The largest block_dim a launch may declare (blocks run on the host's cores;
+// more only queue).
+inline constexpr uint32_t kMaxBlockDim = 65536;
+
 struct KernelArgSlot {
   enum class Kind { kInput, kOutput, kWorkspace, kScalar };
   Kind kind = Kind::kScalar;
