@@ -314,6 +314,14 @@ int RunPluginLs(int argc, const char* const* argv, std::ostream& out, std::ostre
     std::vector<json> ordered;
     RefreshStats stats;
     bool done = false;
+    // Fastest path: the listing index is fresh, and --json without filters
+    // needs no JSON parsing at all.
+    if (!rescan && json_out && op.empty() && status.empty()) {
+      if (auto fresh = FreshListJson(cpath, entries, ropts.allow_insecure)) {
+        out << "{\"plugins\":" << *fresh << ",\"source\":\"cache\"}\n";
+        return 0;
+      }
+    }
     if (light) {
       RefreshOptions dry = ropts;
       dry.no_scan = true;
@@ -342,6 +350,8 @@ int RunPluginLs(int argc, const char* const* argv, std::ostream& out, std::ostre
     }
     plugins = json::array();
     for (const auto& r : ordered) plugins.push_back(Summary(r));
+    std::string w;
+    if (!SaveListIndex(cpath, entries, ordered, &w) && !w.empty()) Logger("ge-plugin-ls")->info("{}", w);
   }
   const bool filtered = !op.empty() || !status.empty();
   if (filtered) plugins = Filter(plugins, op, status);

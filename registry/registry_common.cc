@@ -1,6 +1,8 @@
 // registry_common.cc: see registry_common.h.
 #include "registry_common.h"
 
+#include <cstdio>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <pwd.h>
@@ -783,6 +785,104 @@ std::function<std::string(const ge::host::DiscoveredPlugin&)> CrashVerdicts(cons
     return "the plugin registry marks it " + status + (error.empty() ? "" : " (" + error + ")") +
            "; fix the plugin (any change clears the mark) or run without --skip-crashed";
   };
+}
+
+namespace {
+constexpr char kListHeader[] = "ge-plugin-list 1";
+
+std::string ListIndexPath(const std::string& cache_path) { return cache_path + ".list"; }
+
+// The cache file's identity: the index is only valid beside the cache it was
+// written with (a cache cut short or replaced invalidates it).
+std::string CacheIdentity(const std::string& cache_path) {
+  struct stat st {};
+  if (::stat(cache_path.c_str(), &st) != 0) return {};
+  return "C\t" + std::to_string(static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec) + "\t" +
+         std::to_string(static_cast<long long>(st.st_size)) + "\t" + std::to_string(static_cast<long long>(st.st_ino));
+}
+}  // namespace
+
+bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>& entries,
+                   const std::vector<json>& ordered, std::string* why) {
+  const std::string identity = CacheIdentity(cache_path);
+  if (identity.empty()) return false;  // no cache, no index
+  std::ostringstream out;
+  out << kListHeader << "\n" << identity << "\nO\t" << json(entries).dump(-1, ' ', false, json::error_handler_t::replace)
+      << "\n";
+  for (const auto& r : ordered) {
+    const std::string path = r.value("path", "");
+    if (path.empty() || path.find_first_of("\t\n") != std::string::npos) return false;  // not representable: no index
+    const Stamp st = Stamp::FromJson(r.value("stamp", json::object()));
+    out << "P\t" << path << "\t" << st.mtime_ns << "\t" << st.size << "\t" << st.files << "\t"
+        << Summary(r).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+  }
+  const std::string target = ListIndexPath(cache_path);
+  const std::string tmp = target + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) {
+      if (why) *why = "cannot write " + tmp;
+      return false;
+    }
+    f << out.str();
+    f.flush();
+    if (!f) {
+      if (why) *why = "cannot write " + tmp;
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+    if (why) *why = "cannot rename " + tmp + " to " + target;
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::string> FreshListJson(const std::string& cache_path, const std::vector<std::string>& entries,
+                                         bool allow_insecure) {
+  std::ifstream f(ListIndexPath(cache_path), std::ios::binary);
+  if (!f) return std::nullopt;
+  std::string line;
+  if (!std::getline(f, line) || line != kListHeader) return std::nullopt;
+  if (!std::getline(f, line) || line != CacheIdentity(cache_path) || line.empty()) return std::nullopt;
+  if (!std::getline(f, line) || line != "O\t" + json(entries).dump(-1, ' ', false, json::error_handler_t::replace)) {
+    return std::nullopt;
+  }
+  std::vector<json> problems;
+  const std::vector<Found> found = Discover(entries, problems);
+  if (!problems.empty()) return std::nullopt;
+  std::string array = "[";
+  std::size_t i = 0;
+  const uid_t uid = ::geteuid();
+  while (std::getline(f, line)) {
+    // P \t path \t mtime_ns \t size \t files \t summary
+    std::size_t pos[5];
+    std::size_t from = 0;
+    for (int k = 0; k < 5; ++k) {
+      pos[k] = line.find('\t', from);
+      if (pos[k] == std::string::npos) return std::nullopt;
+      from = pos[k] + 1;
+    }
+    if (line.compare(0, pos[0], "P") != 0 || i >= found.size()) return std::nullopt;
+    const Found& fd = found[i++];
+    if (line.compare(pos[0] + 1, pos[1] - pos[0] - 1, fd.path) != 0) return std::nullopt;
+    Stamp old;
+    try {
+      old.mtime_ns = std::stoll(line.substr(pos[1] + 1, pos[2] - pos[1] - 1));
+      old.size = std::stoull(line.substr(pos[2] + 1, pos[3] - pos[2] - 1));
+      old.files = std::stoull(line.substr(pos[3] + 1, pos[4] - pos[3] - 1));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (!ComputeStamp(fd.path, fd.is_package, false).SameMeta(old)) return std::nullopt;
+    if (!allow_insecure && !InsecureReason(fd, uid).empty()) return std::nullopt;
+    if (array.size() > 1) array += ",";
+    array.append(line, pos[4] + 1, std::string::npos);
+  }
+  if (i != found.size()) return std::nullopt;
+  return array + "]";
 }
 
 }  // namespace ge::registry

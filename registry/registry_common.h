@@ -112,6 +112,19 @@ bool SaveCache(const std::string& path, const std::vector<std::string>& entries,
                const std::map<std::string, json>& records, std::string* why);
 std::map<std::string, json> CacheRecords(json cache);
 
+// ---- the listing index (<cache>.list) ------------------------------------------------------
+// A line-oriented companion of the cache for the warm `ge-plugin-ls` path: the
+// opp path, then per plugin its path, stamp, mode/owner and its summary as one
+// JSON line. Reading it parses no JSON at all. Written atomically after each
+// refresh (by ge-plugin-ls and by the daemon); never trusted when stale.
+bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>& entries,
+                   const std::vector<json>& ordered, std::string* why);
+// The `plugins` JSON array text when the index is fresh for `entries`: the
+// same plugins are discovered, each with the same stamp, and none is insecure
+// (unless allow_insecure) or a discovery problem. nullopt otherwise.
+std::optional<std::string> FreshListJson(const std::string& cache_path, const std::vector<std::string>& entries,
+                                         bool allow_insecure);
+
 // For HostOptions::skip_plugin: the reason to skip a plugin that the cache at
 // `cache_path` (empty: DefaultCachePath()) marks crashed, hung or exited,
 // while its files are unchanged since (same mtime, size and file count). A

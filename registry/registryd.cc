@@ -154,6 +154,9 @@ class Daemon {
       std::string why;
       if (SaveCache(cache_path_, entries_, records_, &why)) {
         cache_written_ = true;
+        std::vector<json> listed;
+        for (const auto& p : snap->order) listed.push_back(snap->by_path.at(p));
+        if (!SaveListIndex(cache_path_, entries_, listed, &why)) log_->info("listing index: {}", why);
       } else {
         log_->warn("{}", why);
       }

@@ -116,3 +116,33 @@ def test_check(opp, tmp_path):
     p = run_ls("--check", good, env=env)
     assert p.returncode == 1 and "writable by others" in p.stdout
     assert run_ls("--check", good, "--allow-insecure", env=env).returncode == 0
+
+
+def test_listing_index_is_never_trusted_when_stale(opp, tmp_path):
+    """The warm --json path reads <cache>.list without parsing the cache; any
+    added, removed, changed or newly insecure plugin sends it to the slow path."""
+    make_plugin(opp, "alpha", "IdxAlpha", version="1.0")
+    make_plugin(opp, "beta", "IdxBeta")
+    env = cache_env(tmp_path)
+    first = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
+    assert first["source"] == "scan"
+    assert os.path.exists(env["GE_PLUGIN_REGISTRY_CACHE"] + ".list")
+    warm = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
+    assert warm == {"plugins": first["plugins"], "source": "cache"}
+    make_plugin(opp, "alpha", "IdxAlpha", version="2.0")  # changed
+    j = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
+    assert {p["name"]: p["version"] for p in j["plugins"]}["alpha"] == "2.0"
+    make_plugin(opp, "gamma", "IdxGamma")  # added
+    j = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
+    assert statuses(j["plugins"]) == {"alpha": "ok", "beta": "ok", "gamma": "ok"}
+    os.remove(os.path.join(str(opp), "beta.py"))  # removed
+    j = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
+    assert statuses(j["plugins"]) == {"alpha": "ok", "gamma": "ok"}
+    os.chmod(os.path.join(str(opp), "gamma.py"), 0o666)  # made insecure: content unchanged
+    j = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
+    assert statuses(j["plugins"])["gamma"] == "insecure"
+    # A corrupted index is ignored (the answer is still right).
+    with open(env["GE_PLUGIN_REGISTRY_CACHE"] + ".list", "w") as f:
+        f.write("ge-plugin-list 1\nO\tgarbage\n")
+    j = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
+    assert statuses(j["plugins"])["alpha"] == "ok"
