@@ -697,9 +697,11 @@ bool SaveCache(const std::string& path, const std::vector<std::string>& entries,
   const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   const stdfs::path target(path);
   std::error_code ec;
-  if (target.has_parent_path()) {
+  if (target.has_parent_path() && !stdfs::exists(target.parent_path(), ec)) {
+    // Only folders created here get a mode; an existing folder (e.g. /tmp) is
+    // never changed.
     stdfs::create_directories(target.parent_path(), ec);
-    ::chmod(target.parent_path().c_str(), 0755);
+    if (!ec) ::chmod(target.parent_path().c_str(), 0755);
   }
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -733,21 +735,45 @@ bool SaveCache(const std::string& path, const std::vector<std::string>& entries,
 
 // ---- defaults ------------------------------------------------------------------------------------
 
+// The system daemon's places (share/systemd/ge-plugin-registryd.service).
+constexpr char kSystemSocket[] = "/run/ge-plugin-registry/registry.sock";
+constexpr char kSystemCache[] = "/var/cache/ge-plugin-registry/registry.json";
+
+namespace {
+bool PathExists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+std::string UserSocketPath() {
+  if (const char* e = std::getenv("XDG_RUNTIME_DIR"); e && *e) return std::string(e) + "/ge-plugin-registry.sock";
+  return "/tmp/ge-plugin-registry-" + std::to_string(::geteuid()) + "/registry.sock";
+}
+std::string UserCachePath() {
+  if (const char* e = std::getenv("XDG_CACHE_HOME"); e && *e) return std::string(e) + "/ge-plugin/registry.json";
+  if (const char* e = std::getenv("HOME"); e && *e) return std::string(e) + "/.cache/ge-plugin/registry.json";
+  return "/tmp/ge-plugin-registry-" + std::to_string(::geteuid()) + "/registry.json";
+}
+}  // namespace
+
+// Explicit (environment) > systemd's directories (the daemon under systemd) >
+// root: the system places > a user's own daemon/cache when present > the
+// system daemon/cache when present > the user's places.
 std::string DefaultSocketPath() {
   if (const char* e = std::getenv("GE_PLUGIN_REGISTRY_SOCKET"); e && *e) return e;
   if (const char* e = std::getenv("RUNTIME_DIRECTORY"); e && *e) return std::string(e) + "/registry.sock";
-  if (const char* e = std::getenv("XDG_RUNTIME_DIR"); e && *e) return std::string(e) + "/ge-plugin-registry.sock";
-  if (::geteuid() == 0) return "/run/ge-plugin-registry/registry.sock";
-  return "/tmp/ge-plugin-registry-" + std::to_string(::geteuid()) + "/registry.sock";
+  if (::geteuid() == 0) return kSystemSocket;
+  const std::string user = UserSocketPath();
+  if (!PathExists(user) && PathExists(kSystemSocket)) return kSystemSocket;
+  return user;
 }
 
 std::string DefaultCachePath() {
   if (const char* e = std::getenv("GE_PLUGIN_REGISTRY_CACHE"); e && *e) return e;
   if (const char* e = std::getenv("CACHE_DIRECTORY"); e && *e) return std::string(e) + "/registry.json";
-  if (const char* e = std::getenv("XDG_CACHE_HOME"); e && *e) return std::string(e) + "/ge-plugin/registry.json";
-  if (::geteuid() == 0) return "/var/cache/ge-plugin/registry.json";
-  if (const char* e = std::getenv("HOME"); e && *e) return std::string(e) + "/.cache/ge-plugin/registry.json";
-  return "/tmp/ge-plugin-registry-" + std::to_string(::geteuid()) + "/registry.json";
+  if (::geteuid() == 0) return kSystemCache;
+  const std::string user = UserCachePath();
+  if (!PathExists(user) && PathExists(kSystemCache)) return kSystemCache;
+  return user;
 }
 
 std::vector<std::string> OppEntries(const std::string& opt) {
@@ -769,18 +795,21 @@ std::string Printable(const std::string& s) {
   return out;
 }
 
-std::function<std::string(const ge::host::DiscoveredPlugin&)> CrashVerdicts(const std::string& cache_path) {
+std::function<std::string(const std::string&, bool)> CrashVerdicts(const std::string& cache_path) {
   std::string why;
   auto cache = LoadCache(cache_path.empty() ? DefaultCachePath() : cache_path, &why, /*light=*/true);
   if (!cache) return {};
   auto records = std::make_shared<std::map<std::string, json>>(CacheRecords(std::move(*cache)));
-  return [records](const ge::host::DiscoveredPlugin& d) -> std::string {
-    auto it = records->find(d.path);
+  return [records](const std::string& path, bool is_package) -> std::string {
+    auto it = records->find(path);
     if (it == records->end()) return {};
     const std::string status = it->second.value("status", std::string());
     if (status != "crashed" && status != "hung" && status != "exited") return {};
     const Stamp old = Stamp::FromJson(it->second.value("stamp", json::object()));
-    if (!ComputeStamp(d.path, d.is_package, false).SameMeta(old)) return {};  // changed since: try again
+    if (!ComputeStamp(path, is_package, false).SameMeta(old)) {
+      // Touched: still the same plugin when the content hash is unchanged.
+      if (old.hash.empty() || ComputeStamp(path, is_package, true).hash != old.hash) return {};
+    }
     const std::string error = it->second.value("error", std::string());
     return "the plugin registry marks it " + status + (error.empty() ? "" : " (" + error + ")") +
            "; fix the plugin (any change clears the mark) or run without --skip-crashed";

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ge/host/plugin_host.h"
+#include "ge/registry/verdicts.h"
 
 namespace ge::registry {
 
@@ -125,15 +125,10 @@ bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>
 std::optional<std::string> FreshListJson(const std::string& cache_path, const std::vector<std::string>& entries,
                                          bool allow_insecure);
 
-// For HostOptions::skip_plugin: the reason to skip a plugin that the cache at
-// `cache_path` (empty: DefaultCachePath()) marks crashed, hung or exited,
-// while its files are unchanged since (same mtime, size and file count). A
-// missing or unreadable cache skips nothing.
-std::function<std::string(const ge::host::DiscoveredPlugin&)> CrashVerdicts(const std::string& cache_path);
+// CrashVerdicts and DefaultCachePath: ge/registry/verdicts.h.
 
 // ---- defaults (XDG; systemd's RUNTIME_DIRECTORY / CACHE_DIRECTORY; /run, /var/cache for root) --
 std::string DefaultSocketPath();
-std::string DefaultCachePath();
 // opp path from --opp-path, else ASCEND_CUSTOM_OPP_PATH.
 std::vector<std::string> OppEntries(const std::string& opp_path_option);
 

@@ -16,7 +16,7 @@
 #include "ge/host/plugin_host.h"
 #include "ge/log.h"
 #include "ge/platform/platform_info.h"
-#include "registry_common.h"
+#include "ge/registry/verdicts.h"
 
 namespace po = boost::program_options;
 namespace stdfs = std::filesystem;
@@ -167,6 +167,9 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
     return 2;
   }
 
+  // A crashing kernel ends ge-run from the signal handler, with its node and
+  // kernel named, before anything can deadlock on a lock the kernel held.
+  SetKernelCrashExit("ge-run: error: ");
   try {
     Graph graph = LoadGraph(graph_path);
     {
@@ -188,7 +191,12 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       opts.opp_paths = host::SplitOppPath(opp_path);
       opts.use_env_opp_path = false;
     }
-    if (skip_crashed) opts.skip_plugin = registry::CrashVerdicts(registry_cache);
+    if (skip_crashed) {
+      auto verdict = registry::CrashVerdicts(registry_cache);
+      if (verdict) {
+        opts.skip_plugin = [verdict](const host::DiscoveredPlugin& d) { return verdict(d.path, d.is_package); };
+      }
+    }
     host::PluginHost plugin_host(opts, registry);
     const auto& reports = plugin_host.LoadAll();
     std::string failed;

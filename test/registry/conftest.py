@@ -39,10 +39,25 @@ class Daemon:
                "--socket", self.socket, "--cache", self.cache, "--timeout", "2", "--log-level", "info"] + self.extra
         self.logf = open(self.log, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=self.logf)
-        assert wait_for(lambda: os.path.exists(self.socket) or self.proc.poll() is not None, timeout), \
+        assert wait_for(lambda: self._accepts() or self.proc.poll() is not None, timeout), \
             "daemon did not come up"
         assert self.proc.poll() is None, self.read_log()
         return self
+
+    def _accepts(self):
+        """True once the socket accepts connections (the file exists a moment
+        before the daemon listens on it)."""
+        import socket as _socket
+        if not os.path.exists(self.socket):
+            return False
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            s.connect(self.socket)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
 
     def read_log(self):
         with open(self.log, "r", errors="replace") as f:

@@ -23,6 +23,24 @@ namespace {
 
 thread_local sigjmp_buf t_jump;
 thread_local volatile sig_atomic_t t_in_kernel = 0;
+thread_local const char* t_label = nullptr;  // the kernel being run, for fail-fast reports
+thread_local uint64_t t_block = 0;
+std::atomic<const char*> g_crash_exit_prefix{nullptr};
+
+// Async-signal-safe output: write(2) only, no allocation, no locale.
+void SafeWrite(const char* s) {
+  if (s != nullptr) (void)!::write(STDERR_FILENO, s, std::strlen(s));
+}
+void SafeWriteNumber(uint64_t v) {
+  char buf[24];
+  int i = sizeof(buf);
+  buf[--i] = '\0';
+  do {
+    buf[--i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0 && i > 0);
+  SafeWrite(buf + i);
+}
 thread_local bool t_altstack = false;
 std::once_flag g_handlers_once;
 constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
@@ -31,6 +49,25 @@ std::atomic<int> g_kernels_running{0};  // threads inside kernel code (for the e
 
 void OnFatalSignal(int sig) {
   if (t_in_kernel) {
+    if (const char* prefix = g_crash_exit_prefix.load()) {
+      // One report: a second block crashing at the same time waits for the exit.
+      static std::atomic<int> reporting{0};
+      if (reporting.exchange(1) != 0) {
+        for (;;) ::pause();
+      }
+      const bool loading = t_label != nullptr && std::strstr(t_label, "kernel_bin") != nullptr;
+      SafeWrite(prefix);
+      SafeWrite(t_label ? t_label : "a kernel");
+      SafeWrite(loading ? " crashed while loading: signal SIG" : " crashed: signal SIG");
+      const char* abbrev = sigabbrev_np(sig);
+      SafeWrite(abbrev ? abbrev : "?");
+      if (!loading) {
+        SafeWrite(" in block ");
+        SafeWriteNumber(t_block);
+      }
+      SafeWrite("\n");
+      _exit(1);
+    }
     t_in_kernel = 0;
     siglongjmp(t_jump, sig);
   }
@@ -75,8 +112,10 @@ void EnsureAltStack() {
 
 // Runs f() guarded; returns 0 or the signal that ended it.
 template <typename F>
-int Guarded(F&& f) {
+int Guarded(F&& f, const char* label = nullptr, uint64_t block = 0) {
   EnsureAltStack();
+  t_label = label;
+  t_block = block;
   g_kernels_running.fetch_add(1);
   const int sig = sigsetjmp(t_jump, 1);
   if (sig != 0) {
@@ -166,7 +205,9 @@ std::size_t KernelCache::LoadedBinaries() const {
   return loaded_.size();
 }
 
-CpuKernelFn KernelCache::Resolve(const std::string& bin, const std::string& kernel_name) {
+void SetKernelCrashExit(const char* prefix) { g_crash_exit_prefix.store(prefix); }
+
+CpuKernelFn KernelCache::Resolve(const std::string& bin, const std::string& kernel_name, const char* label) {
   CheckElf(bin);
   if (kernel_name.empty() || kernel_name.find('\0') != std::string::npos) {
     throw KernelError("kernel name must be non-empty and contain no NUL byte");
@@ -196,7 +237,7 @@ CpuKernelFn KernelCache::Resolve(const std::string& bin, const std::string& kern
     void* handle = nullptr;
     dlerror();
     // Constructors of the binary run here: guard them like kernel code.
-    const int sig = Guarded([&] { handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL); });
+    const int sig = Guarded([&] { handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL); }, label);
     if (sig != 0) {
       poisoned_ = true;
       throw KernelError("kernel_bin crashed while loading (in its constructors): " + SignalText(sig));
@@ -227,6 +268,7 @@ struct BlockPool::State {
   bool stop = false;
   uint64_t generation = 0;
   // The current job.
+  const char* label = nullptr;
   CpuKernelFn fn = nullptr;
   uint32_t block_dim = 0;
   const uint64_t* args = nullptr;
@@ -242,7 +284,7 @@ struct BlockPool::State {
       if (abandoned.load()) break;
       const uint64_t idx = next.fetch_add(1);
       if (idx >= block_dim) break;
-      const int sig = Guarded([&] { fn(static_cast<uint32_t>(idx), block_dim, args); });
+      const int sig = Guarded([&] { fn(static_cast<uint32_t>(idx), block_dim, args); }, label, idx);
       if (sig != 0) {
         {
           std::lock_guard<std::mutex> lock(crash_mu);
@@ -303,7 +345,8 @@ BlockPool::~BlockPool() {
 
 bool BlockPool::Abandoned() const noexcept { return st_->abandoned.load(); }
 
-std::optional<std::string> BlockPool::Run(CpuKernelFn fn, uint32_t block_dim, const uint64_t* args) {
+std::optional<std::string> BlockPool::Run(CpuKernelFn fn, uint32_t block_dim, const uint64_t* args,
+                                          const char* label) {
   std::lock_guard<std::mutex> run_lock(run_mu_);
   State& st = *st_;
   if (st.abandoned.load()) return std::string("the kernel pool was abandoned after an earlier kernel crash");
@@ -315,7 +358,7 @@ std::optional<std::string> BlockPool::Run(CpuKernelFn fn, uint32_t block_dim, co
     // No hand-off: the calling thread runs every block (the common small case
     // stays well under a microsecond of host overhead).
     for (uint64_t i = 0; i < block_dim; ++i) {
-      const int sig = Guarded([&] { fn(static_cast<uint32_t>(i), block_dim, args); });
+      const int sig = Guarded([&] { fn(static_cast<uint32_t>(i), block_dim, args); }, label, i);
       if (sig != 0) {
         st.abandoned.store(true);
         return CrashText(sig, i);
@@ -326,6 +369,7 @@ std::optional<std::string> BlockPool::Run(CpuKernelFn fn, uint32_t block_dim, co
   {
     std::lock_guard<std::mutex> lock(st.mu);
     st.fn = fn;
+    st.label = label;
     st.block_dim = block_dim;
     st.args = args;
     st.next.store(0);

@@ -348,6 +348,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     for (const KernelLaunch& l : c.plan->launches) {
       CompiledNode::Launch launch;
       launch.kernel_name = l.kernel_name;
+      launch.label = NodeWhere(n) + ": kernel '" + l.kernel_name + "'";
       launch.block_dim = l.block_dim;
       launch.slots = l.args;
       launch.words.resize(l.args.size());
@@ -355,7 +356,8 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
         if (l.args[i].kind == KernelArgSlot::Kind::kScalar) launch.words[i] = l.args[i].value;
       }
       try {
-        launch.fn = cg.kernels->Resolve(*l.kernel_bin, l.kernel_name);
+        const std::string load_label = launch.label + ": kernel_bin";
+        launch.fn = cg.kernels->Resolve(*l.kernel_bin, l.kernel_name, load_label.c_str());
       } catch (const KernelError& e) {
         const bool crashed = std::string(e.what()).find("crashed while loading") != std::string::npos;
         throw EngineError(n.name, NodeWhere(n) + ": kernel '" + l.kernel_name + "': " + e.what(), {}, crashed);
@@ -402,7 +404,7 @@ void Engine::RunPlan(CompiledNode& c, const std::vector<Tensor*>& ins, std::map<
         case KernelArgSlot::Kind::kScalar: break;
       }
     }
-    auto crash = pool_->Run(l.fn, l.block_dim, l.words.data());
+    auto crash = pool_->Run(l.fn, l.block_dim, l.words.data(), l.label.c_str());
     ++c.stats.kernel_launches;
     if (crash) {
       throw EngineError(n.name, NodeWhere(n) + ": kernel '" + l.kernel_name + "' crashed: " + *crash, {}, /*fatal=*/true);

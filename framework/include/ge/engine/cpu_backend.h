@@ -32,6 +32,15 @@ namespace ge {
 
 using CpuKernelFn = void (*)(uint32_t block_idx, uint32_t block_dim, const uint64_t* args);
 
+// Fail-fast mode for tools: when `prefix` is non-null, a kernel crash is
+// reported from the signal handler itself, with async-signal-safe calls only
+// ("<prefix><label> crashed: signal SIGSEGV in block 3"), and the process exits
+// with status 1 at once. Nothing is allocated after the crash, so a kernel that
+// died holding the heap's lock cannot deadlock the report. `prefix` must stay
+// valid for the process's life. Without it (the default, for embedders) the
+// crash is returned as an error (see BlockPool::Run).
+void SetKernelCrashExit(const char* prefix);
+
 class KernelError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -51,7 +60,9 @@ class KernelCache {
   // kernel_bin: <dlerror>", "kernel_bin crashed while loading: signal ...",
   // "kernel 'name' not found in kernel_bin" (symbols of other libraries, such
   // as libc's, are never used). Resolve after a crash throws too.
-  CpuKernelFn Resolve(const std::string& bin, const std::string& kernel_name);
+  // `label` (e.g. "node 'n' (Op): kernel 'k'") names the kernel in fail-fast
+  // reports of a constructor crash; it must stay valid during the call.
+  CpuKernelFn Resolve(const std::string& bin, const std::string& kernel_name, const char* label = nullptr);
   std::size_t LoadedBinaries() const;
 
  private:
@@ -80,7 +91,8 @@ class BlockPool {
   // After a crash the pool is abandoned: Run returns as soon as the crash is
   // known (other blocks may be stuck on a lock the crashed one held), later
   // Runs fail, and the destructor does not wait for its threads.
-  std::optional<std::string> Run(CpuKernelFn fn, uint32_t block_dim, const uint64_t* args);
+  // `label` names the kernel in fail-fast reports; valid during the call.
+  std::optional<std::string> Run(CpuKernelFn fn, uint32_t block_dim, const uint64_t* args, const char* label = nullptr);
   bool Abandoned() const noexcept;
   unsigned Threads() const noexcept { return threads_; }
 

@@ -69,6 +69,7 @@ struct CompiledNode {
   // argument words patched with the run's addresses (no Python at run time).
   struct Launch {
     std::string kernel_name;
+    std::string label;  // "node 'n' (Op): kernel 'k'" for crash reports
     CpuKernelFn fn = nullptr;
     uint32_t block_dim = 1;
     std::vector<KernelArgSlot> slots;

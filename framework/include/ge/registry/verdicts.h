@@ -1,0 +1,27 @@
+// ge/registry/verdicts.h: the plugin registry's verdicts, for engines.
+//
+// ge-plugin-registryd and ge-plugin-ls scan plugins out of process and record,
+// per plugin file, whether loading it crashed, hung or exited the scanner.
+// An engine can consult that record before importing a plugin in-process
+// (ge::host::HostOptions::skip_plugin). Thread-safe; no Python.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace ge::registry {
+
+// The cache the tools use by default: $GE_PLUGIN_REGISTRY_CACHE, else the
+// system daemon's (/var/cache/ge-plugin-registry/registry.json) for root or
+// when only it exists, else the user's ($XDG_CACHE_HOME or ~/.cache/ge-plugin/).
+std::string DefaultCachePath();
+
+// Returns a function giving the reason to skip a plugin (its canonical file or
+// package path) that the cache at `cache_path` (empty: DefaultCachePath())
+// marks crashed, hung or exited while its files are unchanged since (same
+// mtime, size and file count, or the same content hash after a touch); ""
+// otherwise. A missing or unreadable cache gives a function that skips
+// nothing. The cache is read once, here.
+std::function<std::string(const std::string& plugin_path, bool is_package)> CrashVerdicts(const std::string& cache_path);
+
+}  // namespace ge::registry
