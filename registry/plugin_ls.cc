@@ -150,7 +150,7 @@ int Check(const std::string& path, const RefreshOptions& ropts, const std::vecto
       std::string hint = "fix the error above; see share/docs/plugin-authors.md";
       if (e.find("SyntaxError") != std::string::npos) hint = "fix the syntax at the given line";
       else if (e.find("ModuleNotFoundError") != std::string::npos) hint = "install the missing module or vendor it inside the package";
-      else if (e.find("expected") != std::string::npos) hint = "make the method signature match the register_op prototype (API.md section 5)";
+      else if (e.find("expected") != std::string::npos) hint = "make the method signature match the register_op prototype (share/docs/plugin-authors.md)";
       else if (e.find("sub-interpreter") != std::string::npos) hint = "set isolation = \"main\" under [tool.ge-plugin] in pyproject.toml";
       else if (e.find("pyproject") != std::string::npos) hint = "fix pyproject.toml ([project] name/version/description, [tool.ge-plugin] isolation)";
       problems.emplace_back(e + where, hint);

@@ -172,6 +172,13 @@ std::string LibraryDir() {
 }
 
 std::string FindPythonDir(const HostOptions& opts) {
+  if (!opts.python_dir.empty()) {
+    boost::system::error_code ec;
+    if (!fs::is_regular_file(fs::path(opts.python_dir) / "ge" / "__init__.py", ec)) {
+      throw std::runtime_error("HostOptions::python_dir " + opts.python_dir + " does not hold the ge Python package");
+    }
+    return fs::canonical(opts.python_dir, ec).string();
+  }
   std::vector<std::string> candidates;
   if (!opts.python_dir.empty()) candidates.push_back(opts.python_dir);
   if (const char* env = std::getenv("GE_PLUGIN_PYTHON_DIR")) candidates.push_back(env);
@@ -403,7 +410,7 @@ struct PluginHost::Impl {
       const std::string why = opts.skip_plugin(d);
       if (!why.empty()) {
         r.status = "skipped";
-        r.error = d.path + ": skipped: " + why;
+        r.error = d.path + ": " + why;
         log->info("{}", r.error);
         return r;
       }

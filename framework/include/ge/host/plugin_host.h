@@ -37,8 +37,10 @@ struct HostOptions {
   // use_env_opp_path is set, ASCEND_CUSTOM_OPP_PATH (':'-separated) is used.
   std::vector<std::string> opp_paths;
   bool use_env_opp_path = true;
-  // Folder holding the `ge` Python package; empty: found relative to the
-  // running executable (../python), else the GE_PLUGIN_PYTHON_DIR env variable.
+  // Folder holding the `ge` Python package. Empty: GE_PLUGIN_PYTHON_DIR, else
+  // relative to libge_plugin_host.so (<libdir>/ge-plugin/python when
+  // installed, ../python in a build tree), else to the running executable.
+  // A non-empty folder without the package makes the constructor throw.
   std::string python_dir;
   // Seconds a sub-interpreter's leftover threads get to finish at unload.
   double thread_join_timeout_s = 0.5;

@@ -51,8 +51,9 @@ class PlatformInfos {
   std::string source_;
 };
 
-// Where share/platform lives: GE_PLATFORM_DIR, else ../share/platform or
-// ../share/ge-plugin/platform next to the running executable's directory.
+// Where the platform configs live: GE_PLATFORM_DIR, else relative to
+// libge_plugin_framework.so (<datadir>/ge-plugin/platform when installed,
+// ../share/platform in a build tree), else next to the running executable.
 std::string DefaultPlatformDir();
 
 }  // namespace ge
