@@ -248,14 +248,7 @@ int RunPluginLs(int argc, const char* const* argv, std::ostream& out, std::ostre
       err << "ge-plugin-ls: --timeout must be > 0\n";
       return 2;
     }
-    if (!log_level.empty()) {
-      auto lvl = ParseLogLevel(log_level);
-      if (!lvl) {
-        err << "ge-plugin-ls: unknown --log-level '" << log_level << "'\n";
-        return 2;
-      }
-      SetLogLevel(*lvl);
-    }
+    if (!ApplyLogLevelOption(log_level, "ge-plugin-ls", err)) return 2;
   } catch (const po::error& e) {
     err << "ge-plugin-ls: " << e.what() << "\n" << kUsage << "\n";
     return 2;

@@ -550,14 +550,7 @@ int RunRegistryd(int argc, const char* const* argv, std::ostream& out, std::ostr
       err << "ge-plugin-registryd: --timeout must be > 0 and --jobs in 1..64\n" << kUsage << "\n";
       return 2;
     }
-    if (!log_level.empty()) {
-      auto lvl = ParseLogLevel(log_level);
-      if (!lvl) {
-        err << "ge-plugin-registryd: unknown --log-level '" << log_level << "'\n";
-        return 2;
-      }
-      SetLogLevel(*lvl);
-    }
+    if (!ApplyLogLevelOption(log_level, "ge-plugin-registryd", err)) return 2;
   } catch (const po::error& e) {
     err << "ge-plugin-registryd: " << e.what() << "\n" << kUsage << "\n";
     return 2;

@@ -36,10 +36,6 @@ struct PlatformView {
   }
 };
 
-bp::object RefuseInit(bp::tuple args, bp::dict) {
-  std::string name = bp::extract<std::string>(args[0].attr("__class__").attr("__name__"));
-  RaiseTypeError(name + " cannot be constructed from Python: the host hands it to compile");
-}
 
 std::string StrArg(bp::object o, const char* what) {
   if (!PyUnicode_Check(o.ptr())) {

@@ -43,10 +43,6 @@ struct WorkspaceView {
   LeasePtr lease;
 };
 
-bp::object RefuseInit(bp::tuple args, bp::dict) {
-  std::string name = bp::extract<std::string>(args[0].attr("__class__").attr("__name__"));
-  RaiseTypeError(name + " cannot be constructed from Python: the host hands it to declare_launch_args");
-}
 
 uint64_t NonNegative(bp::object o, const char* what) {
   if (!PyLong_Check(o.ptr()) || PyBool_Check(o.ptr())) {

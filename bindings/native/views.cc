@@ -15,11 +15,6 @@ namespace {
 
 // ---- helpers ----------------------------------------------------------------
 
-bp::object RefuseInit(bp::tuple args, bp::dict) {
-  bp::object self = args[0];
-  std::string name = bp::extract<std::string>(self.attr("__class__").attr("__name__"));
-  RaiseTypeError(name + " cannot be constructed from Python: it is a borrowed native view handed to callbacks");
-}
 
 bp::object EnumMember(const char* module, const char* cls, int value) {
   bp::object enum_cls = bp::import(module).attr(cls);
@@ -598,6 +593,12 @@ void MakeImmutable(bp::object cls) { FreezeClass(cls); }
 }  // namespace
 
 // ---- public factories -------------------------------------------------------------
+
+bp::object RefuseInit(bp::tuple args, bp::dict) {
+  bp::object self = args[0];
+  std::string name = bp::extract<std::string>(self.attr("__class__").attr("__name__"));
+  RaiseTypeError(name + " cannot be constructed from Python: it is a borrowed native view handed to callbacks");
+}
 
 bp::object MakeTensor(ge::Tensor* t, std::shared_ptr<void> keep, const LeasePtr& lease, bool read_only) {
   return bp::object(TensorView{t, std::move(keep), lease, read_only});

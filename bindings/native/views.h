@@ -52,6 +52,9 @@ using ExecCtxView = View<ge::EagerOpExecutionContext>;
 // the module init in the main interpreter.
 void RegisterViews();
 
+// The __init__ of native classes only the host creates: raises TypeError.
+bp::object RefuseInit(bp::tuple args, bp::dict kwargs);
+
 // Factories (new references wrapped in bp::object).
 bp::object MakeTensor(ge::Tensor* t, std::shared_ptr<void> keep, const LeasePtr& lease, bool read_only = false);
 bp::object MakeExecCtx(ge::EagerOpExecutionContext* ctx, const LeasePtr& lease);

@@ -54,4 +54,15 @@ void SetLogLevel(spdlog::level::level_enum level) {
   spdlog::apply_all([level](const std::shared_ptr<spdlog::logger>& l) { l->set_level(level); });
 }
 
+bool ApplyLogLevelOption(const std::string& value, const char* tool, std::ostream& err) {
+  if (value.empty()) return true;
+  auto level = ParseLogLevel(value);
+  if (!level) {
+    err << tool << ": unknown --log-level '" << value << "' (trace, debug, info, warn, error, critical, off)\n";
+    return false;
+  }
+  SetLogLevel(*level);
+  return true;
+}
+
 }  // namespace ge

@@ -154,14 +154,7 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
         return 2;
       }
     }
-    if (!log_level.empty()) {
-      auto lvl = ParseLogLevel(log_level);
-      if (!lvl) {
-        err << "ge-run: unknown --log-level '" << log_level << "' (trace, debug, info, warn, error, critical, off)\n";
-        return 2;
-      }
-      SetLogLevel(*lvl);
-    }
+    if (!ApplyLogLevelOption(log_level, "ge-run", err)) return 2;
   } catch (const po::error& e) {
     err << "ge-run: " << e.what() << "\n" << kUsage << "\n";
     return 2;

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -20,5 +21,10 @@ std::shared_ptr<spdlog::logger> Logger(const std::string& component);
 std::optional<spdlog::level::level_enum> ParseLogLevel(const std::string& name);
 // Sets the level of every component logger, present and future.
 void SetLogLevel(spdlog::level::level_enum level);
+
+// For command lines: applies a --log-level value (empty: keep the current
+// level). On an unknown name prints "<tool>: unknown --log-level 'x' (trace,
+// ...)" to `err` and returns false (a usage error).
+bool ApplyLogLevelOption(const std::string& value, const char* tool, std::ostream& err);
 
 }  // namespace ge
