@@ -53,6 +53,8 @@ run: build
 	    --output-dir $(BUILD)/run-tiling-$$soc || exit 1; \
 	  $(PYTHON) share/examples/check_tiling.py $(BUILD)/run-tiling-$$soc || exit 1; \
 	done
+	@echo "== the plugins, as the registry sees them"
+	$(BUILD)/bin/ge-plugin-ls --no-daemon --opp-path plugins/samples --cache $(BUILD)/run-registry.json
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
