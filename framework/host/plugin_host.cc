@@ -458,7 +458,12 @@ struct PluginHost::Impl {
         return Abandon(r, plugin, made);
       }
       try {
-        loader.attr("import_plugin")(d.name, d.name, d.path, d.is_package);
+        bp::object module = loader.attr("import_plugin")(d.name, d.name, d.path, d.is_package);
+        // Without pyproject.toml metadata: the module's __version__ and the
+        // first line of its docstring (what ge-plugin-ls shows too).
+        bp::dict meta = bp::extract<bp::dict>(loader.attr("module_metadata")(module));
+        if (r.version.empty()) r.version = bp::extract<std::string>(meta["version"]);
+        if (r.description.empty()) r.description = bp::extract<std::string>(meta["description"]);
       } catch (const bp::error_already_set&) {
         ErrorInfo e = py::FetchPythonError(d.name, d.path, "import");
         std::string refused;

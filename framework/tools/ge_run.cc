@@ -264,7 +264,7 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       summary["python_calls"] = plugin_host.PythonCalls();
       summary["plugins"] = nlohmann::json::array();
       for (const auto& r : reports) {
-        summary["plugins"].push_back({{"name", r.name}, {"path", r.path}, {"isolation", r.isolation},
+        summary["plugins"].push_back({{"name", r.name}, {"path", r.path}, {"version", r.version}, {"isolation", r.isolation},
                                       {"status", r.status}, {"error", r.error}, {"ops", r.op_types}});
       }
       WriteOutputs(graph, result, output_dir);

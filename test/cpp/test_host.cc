@@ -297,6 +297,15 @@ BOOST_AUTO_TEST_CASE(samples_load_report_and_run) {
   const std::size_t n_reports = host.Reports().size();
   host.LoadAll();
   BOOST_CHECK_EQUAL(host.Reports().size(), n_reports);
+  // Version and description: pyproject.toml for packages, __version__ and the
+  // docstring's first line for single files.
+  for (const auto& r : host.Reports()) {
+    if (r.name == "gelu") {
+      BOOST_CHECK_EQUAL(r.version, "1.0.0");
+      BOOST_CHECK_MESSAGE(Contains(r.description, "GELU"), r.description);
+    }
+    if (r.name == "rms_norm") BOOST_CHECK_EQUAL(r.version, "1.0.0");
+  }
 }
 
 // ---- isolation ------------------------------------------------------------------------------

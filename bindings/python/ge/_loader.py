@@ -318,6 +318,15 @@ def import_plugin(plugin_name, module_name, path, is_package):
     return module
 
 
+def module_metadata(module):
+    """{"version", "description"} of an imported plugin module: its
+    ``__version__`` (a str) and the first line of its docstring, else ""."""
+    version = getattr(module, "__version__", "")
+    doc = getattr(module, "__doc__", None) or ""
+    first = doc.strip().splitlines()[0].strip() if isinstance(doc, str) and doc.strip() else ""
+    return {"version": version if isinstance(version, str) else "", "description": first}
+
+
 def forget_plugin(module_name):
     """Drop a plugin's modules from this interpreter (failed load in main)."""
     for name in [m for m in sys.modules if m == module_name or m.startswith(module_name + ".")]:
