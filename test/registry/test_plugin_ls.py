@@ -129,9 +129,9 @@ def test_listing_index_is_never_trusted_when_stale(opp, tmp_path):
     assert os.path.exists(env["GE_PLUGIN_REGISTRY_CACHE"] + ".list")
     warm = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
     assert warm == {"plugins": first["plugins"], "source": "cache"}
-    make_plugin(opp, "alpha", "IdxAlpha", version="2.0")  # changed
+    make_plugin(opp, "alpha", "IdxAlpha", version="2.0.1")  # changed (and longer: same-size rewrites within one clock tick keep the stamp)
     j = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
-    assert {p["name"]: p["version"] for p in j["plugins"]}["alpha"] == "2.0"
+    assert {p["name"]: p["version"] for p in j["plugins"]}["alpha"] == "2.0.1"
     make_plugin(opp, "gamma", "IdxGamma")  # added
     j = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
     assert statuses(j["plugins"]) == {"alpha": "ok", "beta": "ok", "gamma": "ok"}
