@@ -12,14 +12,7 @@ namespace ge::py {
 
 namespace {
 
-struct CompileCtxView {
-  OpCompileContext* ctx = nullptr;
-  LeasePtr lease;
-  OpCompileContext& Get() const {
-    CheckAlive(*lease);
-    return *ctx;
-  }
-};
+using CompileCtxView = View<OpCompileContext>;
 
 // A separate object from the context (API.md: the compile context itself has
 // no platform methods); it reads the platform lazily, once per callback.
@@ -138,7 +131,6 @@ bp::object SocVersion(const PlatformView& v) {
   return Text(*s);
 }
 
-bool CompileActive(const CompileCtxView& v) { return v.lease && v.lease->alive(); }
 bool PlatformActive(const PlatformView& v) { return v.lease && v.lease->alive(); }
 
 }  // namespace
@@ -152,7 +144,7 @@ void RegisterCompileViews() {
           .def("get_option", &GetOption, (bp::arg("self"), bp::arg("key")),
                "get_option(key) -> str (a copy). TypeError for a non-str key, ValueError for an empty one, "
                "KeyError when the option is not set.")
-          .def("_is_active", &CompileActive);
+          .def("_is_active", &CompileCtxView::alive);
   FreezeClass(ctx_cls);
 
   bp::object plat_cls =
@@ -194,7 +186,7 @@ Status InvokeCompile(PyObject* method, PyObject* revalidate, PyObject* ctx_var, 
     SetEntryArgs(args.get(), static_cast<Py_ssize_t>(n_in), DynamicOutputs(schema), ctx->OutputLayout(),
                  [ctx](std::size_t i) { return ctx->GetOutputTensor(i); }, lease, /*with_data=*/false);
     PyRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
-    bp::object ctx_obj(CompileCtxView{ctx, lease});
+    bp::object ctx_obj(CompileCtxView{ctx, nullptr, lease});
     bp::object plat_obj(PlatformView{ctx, lease});
     return CallSchemaBound(method, args.get(), kwargs.get(), {{ctx_var, ctx_obj.ptr()}, {platform_var, plat_obj.ptr()}},
                            site, keep_python_error);

@@ -10,14 +10,7 @@ namespace ge::py {
 
 namespace {
 
-struct LaunchCtxView {
-  AnnotatedArgsContext* ctx = nullptr;
-  LeasePtr lease;
-  AnnotatedArgsContext& Get() const {
-    CheckAlive(*lease);
-    return *ctx;
-  }
-};
+using LaunchCtxView = View<AnnotatedArgsContext>;
 
 // The argument list being built; shared so that add_launch can mark it consumed.
 struct ArgsState {
@@ -158,7 +151,6 @@ void AddLaunch(const LaunchCtxView& v, bp::object info, bp::object args) {
   st.consumed = true;  // any later use raises "has been consumed"
 }
 
-bool LaunchActive(const LaunchCtxView& v) { return v.lease && v.lease->alive(); }
 std::size_t WsSize(const WorkspaceView& w) {
   CheckAlive(*w.lease);
   return w.size;
@@ -182,7 +174,7 @@ void RegisterLaunchViews() {
           .def("create_kernel_args", &CreateKernelArgs, "create_kernel_args() -> AnnotatedKernelArgs (empty).")
           .def("add_launch", &AddLaunch, (bp::arg("self"), bp::arg("launch_info"), bp::arg("args")),
                "add_launch(launch_info, args): declares one launch; consumes args. ValueError on a stream mismatch.")
-          .def("_is_active", &LaunchActive);
+          .def("_is_active", &LaunchCtxView::alive);
   FreezeClass(ctx_cls);
 
   bp::object args_cls =
@@ -222,7 +214,7 @@ Status InvokeDeclareLaunchArgs(PyObject* method, PyObject* ctx_var, AnnotatedArg
     SetEntryArgs(args.get(), static_cast<Py_ssize_t>(n_in), DynamicOutputs(schema), ctx->OutputLayout(),
                  [ctx](std::size_t i) { return ctx->GetOutputTensor(i); }, lease, /*with_data=*/false);
     PyRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
-    bp::object ctx_obj(LaunchCtxView{ctx, lease});
+    bp::object ctx_obj(LaunchCtxView{ctx, nullptr, lease});
     Status st = CallSchemaBound(method, args.get(), kwargs.get(), {{ctx_var, ctx_obj.ptr()}}, site, keep_python_error);
     if (st.ok() && ctx->Plan().launches.empty()) {
       return CppErrorStatus(site, std::runtime_error("declare_launch_args declared no launch (call add_launch at least once)"));

@@ -480,7 +480,6 @@ bp::object CtxMallocWorkspace(const ExecCtxView& v, bp::object size) {
 uintptr_t CtxStream(const ExecCtxView& v) { return reinterpret_cast<uintptr_t>(v.Get().GetStream()); }
 std::size_t CtxInputNum(const ExecCtxView& v) { return v.Get().GetInputNum(); }
 std::size_t CtxOutputNum(const ExecCtxView& v) { return v.Get().GetOutputNum(); }
-bool CtxActive(const ExecCtxView& v) { return v.alive(); }
 
 // ---- stdout / stderr capture ----------------------------------------------------
 
@@ -781,7 +780,7 @@ void RegisterViews() {
           .def("malloc_workspace", &CtxMallocWorkspace, (bp::arg("self"), bp::arg("size")),
                "malloc_workspace(size) -> writable memoryview of size bytes; ValueError for size <= 0.")
           .def("get_stream", &CtxStream)
-          .def("_is_active", &CtxActive);
+          .def("_is_active", &ExecCtxView::alive);
   MakeImmutable(ctx_cls);
 
   bp::def("_log_line", +[](const std::string& plugin, bool is_stderr, bp::object text) {
