@@ -624,10 +624,16 @@ bp::object DataTypeEnum(int value) { return EnumMember("ge.graph", "DataType", v
 bp::object FormatEnum(int value) { return EnumMember("ge.graph", "Format", value); }
 
 ge::DataType DataTypeArg(bp::object obj, const std::string& what, bool strict_enum) {
-  bp::object dt_cls = bp::import("ge.graph").attr("DataType");
-  const int is_enum = PyObject_IsInstance(obj.ptr(), dt_cls.ptr());
-  if (is_enum < 0) bp::throw_error_already_set();
-  if (is_enum == 0 && (strict_enum || !PyLong_Check(obj.ptr()) || PyBool_Check(obj.ptr()))) {
+  // Not strict: any int but bool (a DataType is an IntEnum, so an int), with
+  // no module lookup on this path (malloc_output_tensor calls it per output).
+  bool accepted = !strict_enum && PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr());
+  if (!accepted) {
+    bp::object dt_cls = bp::import("ge.graph").attr("DataType");
+    const int is_enum = PyObject_IsInstance(obj.ptr(), dt_cls.ptr());
+    if (is_enum < 0) bp::throw_error_already_set();
+    accepted = is_enum == 1;
+  }
+  if (!accepted) {
     RaiseTypeError(what + " must be a ge.graph.DataType, got " + std::string(Py_TYPE(obj.ptr())->tp_name));
   }
   int64_t v = IntArg(obj, what);
