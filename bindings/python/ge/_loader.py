@@ -73,54 +73,26 @@ def read_metadata(path, is_package):
     return meta
 
 
-class _PluginBuffer:
-    """``sys.stdout.buffer`` of a plugin interpreter: bytes written here are
-    decoded as UTF-8 (invalid bytes backslash-escaped) and go to the same log as
-    the text stream."""
-
-    def __init__(self, stream):
-        self._stream = stream
-
-    @property
-    def name(self):
-        return self._stream.name
-
-    @property
-    def mode(self):
-        return "wb"
+class _HostOwnedWriter:
+    """The write-only stream surface shared by a plugin's sys.stdout/stderr and
+    their ``buffer``: ``close()`` only flushes (the host owns the stream, so it
+    stays usable and ``closed`` stays False) and ``fileno()`` raises
+    io.UnsupportedOperation (no file descriptor behind it). Subclasses define
+    ``write``, ``flush`` and ``name``."""
 
     @property
     def closed(self):
         return False
 
-    @property
-    def raw(self):
-        return self
-
-    def write(self, data):
-        if isinstance(data, str):
-            raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'")
-        try:
-            view = memoryview(data)
-        except TypeError:
-            raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'") from None
-        with view:
-            raw = view.tobytes()
-        self._stream.write(raw.decode("utf-8", "backslashreplace"))
-        return len(raw)
-
     def writelines(self, lines):
         for line in lines:
             self.write(line)
 
-    def flush(self):
-        self._stream.flush()
-
     def close(self):
-        self._stream.flush()
+        self.flush()
 
     def fileno(self):
-        import io
+        import io  # always loaded: the interpreter's own streams use it
         raise io.UnsupportedOperation(f"{self.name} has no file descriptor")
 
     def isatty(self):
@@ -142,7 +114,43 @@ class _PluginBuffer:
         self.close()
 
 
-class _PluginStream:
+class _PluginBuffer(_HostOwnedWriter):
+    """``sys.stdout.buffer`` of a plugin interpreter: bytes written here are
+    decoded as UTF-8 (invalid bytes backslash-escaped) and go to the same log as
+    the text stream."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    @property
+    def name(self):
+        return self._stream.name
+
+    @property
+    def mode(self):
+        return "wb"
+
+    @property
+    def raw(self):
+        return self
+
+    def write(self, data):
+        if isinstance(data, str):
+            raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'")
+        try:
+            view = memoryview(data)
+        except TypeError:
+            raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'") from None
+        with view:
+            raw = view.tobytes()
+        self._stream.write(raw.decode("utf-8", "backslashreplace"))
+        return len(raw)
+
+    def flush(self):
+        self._stream.flush()
+
+
+class _PluginStream(_HostOwnedWriter):
     """sys.stdout / sys.stderr replacement: each line goes to the host's log,
     tagged with the plugin whose module wrote it.
 
@@ -165,10 +173,6 @@ class _PluginStream:
         self.newlines = None
         self.line_buffering = True
         self.buffer = _PluginBuffer(self)
-
-    @property
-    def closed(self):
-        return False
 
     def _plugin(self):
         try:
@@ -194,41 +198,11 @@ class _PluginStream:
         self._pending[plugin] = rest
         return len(text)
 
-    def writelines(self, lines):
-        for line in lines:
-            self.write(line)
-
     def flush(self):
         for plugin, rest in list(self._pending.items()):
             if rest:
                 _ge_native._log_line(plugin, self._is_stderr, rest)
         self._pending.clear()
-
-    def close(self):
-        """Flushes; the stream stays open (the host owns it)."""
-        self.flush()
-
-    def fileno(self):
-        import io  # always loaded: the interpreter's own streams use it
-        raise io.UnsupportedOperation(f"{self.name} has no file descriptor")
-
-    def isatty(self):
-        return False
-
-    def writable(self):
-        return True
-
-    def readable(self):
-        return False
-
-    def seekable(self):
-        return False
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def _stdlib_dirs():
