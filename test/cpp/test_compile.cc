@@ -6,6 +6,8 @@
 #define BOOST_TEST_MODULE compile
 #include <boost/test/unit_test.hpp>
 
+#include "test_util.h"
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -38,25 +40,9 @@ namespace {
 const std::string kSource = GE_SOURCE_DIR;
 const std::string kPlatformDir = kSource + "/share/platform";
 
-bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using ge_test::Contains;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ge_compile_test_XXXXXX").string();
-    char* p = ::mkdtemp(tmpl.data());
-    BOOST_REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string Write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name) << text;
-    return (path / name).string();
-  }
-};
+using ge_test::TempDir;
 
 std::string Trim(const std::string& s) {
   const auto b = s.find_first_not_of(" \t\r");
@@ -483,14 +469,7 @@ namespace {
 
 std::string Case(const std::string& name) { return kSource + "/plugins/testing/compile/" + name; }
 
-HostOptions Opts(std::vector<std::string> paths) {
-  HostOptions o;
-  o.opp_paths = std::move(paths);
-  o.use_env_opp_path = false;
-  o.python_dir = GE_PYTHON_DIR;
-  o.thread_join_timeout_s = 0.2;
-  return o;
-}
+HostOptions Opts(std::vector<std::string> paths) { return ge_test::HostTestOptions(std::move(paths)); }
 
 std::string Describe(const std::vector<PluginReport>& reports) {
   std::ostringstream os;

@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE engine
 #include <boost/test/unit_test.hpp>
 
+#include "test_util.h"
+
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -22,21 +24,9 @@ using namespace ge;
 
 namespace {
 
-bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using ge_test::Contains;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ge_engine_test_XXXXXX").string();
-    char* p = ::mkdtemp(tmpl.data());
-    BOOST_REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using ge_test::TempDir;
 
 // Expects ParseGraph(text) to fail with `where` containing every entry of
 // `where_parts` and the message containing `msg_part`.

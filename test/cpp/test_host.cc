@@ -6,6 +6,8 @@
 #define BOOST_TEST_MODULE host
 #include <boost/test/unit_test.hpp>
 
+#include "test_util.h"
+
 #include <pthread.h>
 #include <unistd.h>
 
@@ -45,19 +47,12 @@ namespace {
 
 const std::string kSource = GE_SOURCE_DIR;
 
-bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using ge_test::Contains;
 
 std::string Case(const std::string& name) { return kSource + "/plugins/testing/host/" + name; }
 std::string Canon(const std::string& p) { return fs::canonical(p).string(); }
 
-HostOptions Opts(std::vector<std::string> paths) {
-  HostOptions o;
-  o.opp_paths = std::move(paths);
-  o.use_env_opp_path = false;
-  o.python_dir = GE_PYTHON_DIR;
-  o.thread_join_timeout_s = 0.2;
-  return o;
-}
+HostOptions Opts(std::vector<std::string> paths) { return ge_test::HostTestOptions(std::move(paths)); }
 
 const PluginReport* FindReport(const std::vector<PluginReport>& reports, const std::string& name) {
   for (const auto& r : reports) {

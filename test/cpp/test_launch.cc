@@ -11,6 +11,8 @@
 #define BOOST_TEST_NO_MAIN
 #include <boost/test/unit_test.hpp>
 
+#include "test_util.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,26 +43,9 @@ using namespace ge;
 
 namespace {
 
-bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using ge_test::Contains;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ge_launch_test_XXXXXX").string();
-    char* p = ::mkdtemp(tmpl.data());
-    if (p == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::vector<std::string> List() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
-    return names;
-  }
-};
+using ge_test::TempDir;
 
 std::string ReadFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -2,6 +2,8 @@
 #define BOOST_TEST_MODULE op_registry
 #include <boost/test/unit_test.hpp>
 
+#include "test_util.h"
+
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -19,7 +21,7 @@ using namespace ge;
 
 namespace {
 
-bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using ge_test::Contains;
 
 std::shared_ptr<const OpSchema> UnarySchema(const std::string& op_type) {
   auto s = std::make_shared<OpSchema>();

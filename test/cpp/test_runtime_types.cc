@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE runtime_types
 #include <boost/test/unit_test.hpp>
 
+#include "test_util.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -22,22 +24,10 @@ using namespace ge;
 
 namespace {
 
-bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using ge_test::Contains;
 
 // A private temporary directory, removed at scope end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ge_rt_test_XXXXXX").string();
-    char* p = ::mkdtemp(tmpl.data());
-    BOOST_REQUIRE(p != nullptr);
-    path = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using ge_test::TempDir;
 
 // Writes a version 1.0 .npy file by hand (for the error cases).
 void WriteRawNpy(const fs::path& p, const std::string& magic, const std::string& header_dict, const std::string& data) {
