@@ -17,8 +17,8 @@ from ge.custom_op import (CompilePlatformInfo, OpCompileContext, get_compile_ctx
 from ge.graph import DataType, Format
 from ge.runtime import ExpandDimsType, Tensor, TensorDesc
 from ge.testing import host_tensor, run_compile, run_execute
+from ge_test_helpers import EXPIRED, desc, expect, expired
 
-EXPIRED = "Borrowed native object has expired"
 READ_ONLY = "borrowed object is read-only"
 OUTSIDE = "only available inside schema-bound compile"
 PLATFORM_FAILED = "Failed to get platform infos"
@@ -27,24 +27,6 @@ PLATFORM_DIR = Path(__file__).resolve().parents[2] / "share" / "platform"
 SHIPPED_SOCS = sorted(p.stem for p in PLATFORM_DIR.glob("*.ini"))
 PLATFORM_METHODS = ("get_platform_resource", "get_platform_resource_group", "get_core_num", "get_soc_version",
                     "get_ai_core_num")
-
-
-def desc(dims, dtype=DataType.DT_FLOAT):
-    return TensorDesc(list(dims), dtype)
-
-
-def expect(exc_type, fn, *fragments):
-    """fn() raises exactly exc_type with every fragment in its message."""
-    with pytest.raises(BaseException) as info:
-        fn()
-    assert type(info.value) is exc_type, f"expected {exc_type.__name__}, got {type(info.value).__name__}: {info.value}"
-    for f in fragments:
-        assert f in str(info.value), f"{f!r} not in {str(info.value)!r}"
-    return info.value
-
-
-def expired(fn):
-    expect(RuntimeError, fn, EXPIRED)
 
 
 def define_unary(op_type, compile_fn, execute_fn=None):

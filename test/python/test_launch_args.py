@@ -19,32 +19,14 @@ from ge.custom_op import (AnnotatedArgsContext, AnnotatedKernelArgs, AnnotatedKe
 from ge.graph import DataType, Format
 from ge.runtime import Tensor, TensorDesc
 from ge.testing import host_tensor, run_compile, run_declare_launch_args, run_execute
+from ge_test_helpers import EXPIRED, desc, expect, expired
 
-EXPIRED = "Borrowed native object has expired"
 READ_ONLY = "borrowed object is read-only"
 CONSUMED = "has been consumed"
 OUTSIDE = "only available inside schema-bound declare_launch_args"
 BIN = b"\x7fELF not loaded by ge.testing"  # declarations only record the bytes
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def desc(dims, dtype=DataType.DT_FLOAT):
-    return TensorDesc(list(dims), dtype)
-
-
-def expect(exc_type, fn, *fragments):
-    """fn() raises exactly exc_type with every fragment in its message."""
-    with pytest.raises(BaseException) as info:
-        fn()
-    assert type(info.value) is exc_type, f"expected {exc_type.__name__}, got {type(info.value).__name__}: {info.value}"
-    for f in fragments:
-        assert f in str(info.value), f"{f!r} not in {str(info.value)!r}"
-    return info.value
-
-
-def expired(fn):
-    expect(RuntimeError, fn, EXPIRED)
 
 
 def info(name="k", binary=BIN, block_dim=1, stream_id=0):
