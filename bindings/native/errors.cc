@@ -154,8 +154,19 @@ const std::shared_ptr<Lease>& Lease::Owned() {
   return kOwned;
 }
 
+std::shared_ptr<Lease> Lease::ForOwner(const char* owner) {
+  auto lease = std::make_shared<Lease>(false);
+  lease->owner_ = owner;
+  return lease;
+}
+
 void CheckAlive(const Lease& lease) {
-  if (!lease.alive()) RaiseRuntimeError("Borrowed native object has expired");
+  if (lease.alive()) return;
+  if (lease.owner() != nullptr) {
+    RaiseRuntimeError(std::string("Borrowed native object has expired: its owning ") + lease.owner() +
+                      " handle has expired (a view cannot outlive the object it was taken from)");
+  }
+  RaiseRuntimeError("Borrowed native object has expired");
 }
 
 void CheckWritable(const Lease& lease) {

@@ -60,7 +60,12 @@ bp::object MallocWorkspace(const LaunchCtxView& v, bp::object size) {
   const uint64_t n = NonNegative(size, "workspace size");
   if (n == 0) RaiseValueError("workspace size must be positive, got 0");
   if (n > (uint64_t{1} << 40)) RaiseValueError("workspace size " + std::to_string(n) + " bytes is too large");
-  const std::size_t index = ctx.MallocWorkspace(static_cast<std::size_t>(n));
+  std::size_t index = 0;
+  try {
+    index = ctx.MallocWorkspace(static_cast<std::size_t>(n));
+  } catch (const std::bad_alloc&) {
+    RaiseRuntimeError("cannot allocate a workspace of " + std::to_string(n) + " bytes");
+  }
   return bp::object(WorkspaceView{&ctx, index, static_cast<std::size_t>(n), v.lease});
 }
 
@@ -159,6 +164,10 @@ std::size_t WsIndex(const WorkspaceView& w) {
   CheckAlive(*w.lease);
   return w.index;
 }
+uintptr_t WsAddr(const WorkspaceView& w) {
+  CheckAlive(*w.lease);
+  return reinterpret_cast<uintptr_t>(w.ctx->WorkspaceAddress(w.index));
+}
 
 }  // namespace
 
@@ -196,7 +205,10 @@ void RegisterLaunchViews() {
   bp::object ws_cls = bp::class_<WorkspaceView>("WorkspaceAddr", "A workspace of the task plan (borrowed).", bp::no_init)
                           .def("__init__", bp::raw_function(&RefuseInit))
                           .add_property("size", &WsSize)
-                          .add_property("index", &WsIndex);
+                          .add_property("index", &WsIndex, "Workspace index in the task plan.")
+                          .add_property("addr", &WsAddr,
+                                        "Host address (int) of the workspace: the plan allocates it when declared "
+                                        "and every run reuses it.");
   FreezeClass(ws_cls);
 }
 

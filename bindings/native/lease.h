@@ -4,7 +4,10 @@
 // hands Python views that share it. When the scope ends the host calls
 // Expire(): from then on every view raises RuntimeError("Borrowed native object
 // has expired") instead of touching C++ memory that may be gone. Owned values
-// (a TensorDesc built by a plugin) use a lease that never expires.
+// built in Python (a TensorDesc, StorageShape or StorageFormat made by a
+// plugin) have an owner lease: it expires when that Python object is freed,
+// so a view taken from it (desc.shape) never outlives its owner (GE's rule).
+// Values the host hands out as owned copies use Owned(), which never expires.
 //
 // Threading: a Lease is only touched with the interpreter lock held, so plain
 // fields suffice. Memoryviews registered here are released on Expire() inside
@@ -21,12 +24,16 @@ namespace ge::py {
 class Lease {
  public:
   explicit Lease(bool read_only = false) : read_only_(read_only) {}
+  // An owner lease: `owner` names the owning class in the expiry message.
+  static std::shared_ptr<Lease> ForOwner(const char* owner);
   ~Lease();
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
 
   bool alive() const noexcept { return alive_; }
   bool read_only() const noexcept { return read_only_; }
+  // The owning class of an owner lease, or nullptr for a callback's lease.
+  const char* owner() const noexcept { return owner_; }
   // Takes a new reference to `memoryview`, released (memoryview.release()) and
   // dropped at Expire(). Precondition: the GIL is held.
   void AdoptMemoryView(PyObject* memoryview);
@@ -39,12 +46,14 @@ class Lease {
  private:
   bool alive_ = true;
   bool read_only_;
+  const char* owner_ = nullptr;
   std::vector<PyObject*> views_;
 };
 
 using LeasePtr = std::shared_ptr<Lease>;
 
-// Raises RuntimeError("Borrowed native object has expired") when !lease->alive().
+// Raises RuntimeError("Borrowed native object has expired") when !lease->alive()
+// (for an owner lease: "... has expired: its owning <Class> handle has expired").
 void CheckAlive(const Lease& lease);
 // Raises RuntimeError("borrowed object is read-only") when lease is read-only
 // (after the alive check).

@@ -4,6 +4,7 @@
 #include "views.h"
 
 #include <cstdio>
+#include <optional>
 #include <mutex>
 #include <sstream>
 
@@ -46,6 +47,20 @@ std::size_t IndexArg(bp::object obj, const std::string& what) {
   int64_t v = IntArg(obj, what);
   if (v < 0) RaiseTypeError(what + " must be a non-negative int, got " + std::to_string(v));
   return static_cast<std::size_t>(v);
+}
+
+// A value a plugin constructs (StorageShape(...), TensorDesc(...)): the
+// Python object owns `owned`; its views share an owner lease that the deleter
+// expires when that Python object is freed (Boost.Python drops the holder's
+// shared_ptr then, in the owning interpreter, GIL held), so a view such as
+// `desc.shape` kept past its TensorDesc raises instead of reading it.
+template <typename T>
+std::shared_ptr<View<T>> NewOwnerView(std::shared_ptr<T> owned, const char* owner) {
+  auto* v = new View<T>{owned.get(), owned, Lease::ForOwner(owner), false};
+  return std::shared_ptr<View<T>>(v, [](View<T>* p) {
+    p->lease->Expire();
+    delete p;
+  });
 }
 
 // ---- Shape ------------------------------------------------------------------
@@ -112,11 +127,7 @@ std::shared_ptr<StorageShapeView> NewStorageShape(bp::object origin, bp::object 
     }
     *owned = ge::StorageShape(ShapeFromPython(origin, "origin"), ShapeFromPython(storage, "storage"));
   }
-  auto v = std::make_shared<StorageShapeView>();
-  v->ptr = owned.get();
-  v->keep = owned;
-  v->lease = Lease::Owned();
-  return v;
+  return NewOwnerView(std::move(owned), "StorageShape");
 }
 
 bp::object SSOrigin(const StorageShapeView& v) {
@@ -145,7 +156,7 @@ bool SSEq(const StorageShapeView& v, bp::object other) {
 
 // ---- ExpandDimsType (owned snapshot) -----------------------------------------
 
-std::shared_ptr<ge::ExpandDimsType> NewExpandDims(bp::object rule) {
+std::shared_ptr<ge::ExpandDimsType> ParseExpandDims(bp::object rule) {
   if (rule.is_none()) return std::make_shared<ge::ExpandDimsType>();
   if (PyUnicode_Check(rule.ptr())) {
     try {
@@ -164,8 +175,26 @@ std::shared_ptr<ge::ExpandDimsType> NewExpandDims(bp::object rule) {
   RaiseTypeError("ExpandDimsType takes a rule string such as \"101\" or an int mask, got " +
                  std::string(Py_TYPE(rule.ptr())->tp_name));
 }
-std::string EdtRepr(const ge::ExpandDimsType& e) { return "ExpandDimsType(\"" + e.ToString() + "\")"; }
-bool EdtIsExpand(const ge::ExpandDimsType& e, bp::object i) { return e.IsExpandIndex(IndexArg(i, "index")); }
+std::shared_ptr<ExpandDimsView> NewExpandDims(bp::object rule) {
+  return NewOwnerView(ParseExpandDims(rule), "ExpandDimsType");
+}
+std::string EdtRepr(const ExpandDimsView& e) {
+  if (!e.alive()) return "<ExpandDimsType (expired)>";
+  return "ExpandDimsType(\"" + e.ptr->ToString() + "\")";
+}
+bool EdtIsExpand(const ExpandDimsView& e, bp::object i) { return e.Get().IsExpandIndex(IndexArg(i, "index")); }
+void EdtSetExpand(const ExpandDimsView& e, bp::object i) {
+  const std::size_t index = IndexArg(i, "index");
+  ge::ExpandDimsType& rule = e.Mut();
+  try {
+    rule.SetExpandIndex(index);
+  } catch (const std::out_of_range& ex) {
+    RaiseValueError(ex.what());
+  }
+}
+bp::object NewExpandView(ge::ExpandDimsType* e, const std::shared_ptr<void>& keep, const LeasePtr& lease, bool ro) {
+  return bp::object(ExpandDimsView{e, keep, lease, ro});
+}
 
 // ---- StorageFormat ------------------------------------------------------------
 
@@ -179,49 +208,61 @@ std::shared_ptr<StorageFormatView> NewStorageFormat(bp::object origin, bp::objec
   if (!origin.is_none()) owned->SetOriginFormat(FormatArg(origin, "origin_format"));
   owned->SetStorageFormat(storage.is_none() ? owned->GetOriginFormat() : FormatArg(storage, "storage_format"));
   if (!expand.is_none()) {
-    bp::extract<const ge::ExpandDimsType&> e(expand);
+    bp::extract<const ExpandDimsView&> e(expand);
     if (!e.check()) RaiseTypeError("expand_dims_type must be an ExpandDimsType");
-    owned->SetExpandDimsType(e());
+    owned->SetExpandDimsType(e().Get());
   }
-  auto v = std::make_shared<StorageFormatView>();
-  v->ptr = owned.get();
-  v->keep = owned;
-  v->lease = Lease::Owned();
-  return v;
+  return NewOwnerView(std::move(owned), "StorageFormat");
 }
 bp::object SFOrigin(const StorageFormatView& v) { return FormatEnum(v.Get().GetOriginFormat()); }
 bp::object SFStorage(const StorageFormatView& v) { return FormatEnum(v.Get().GetStorageFormat()); }
-ge::ExpandDimsType SFExpand(const StorageFormatView& v) { return v.Get().GetExpandDimsType(); }
+bp::object SFExpand(const StorageFormatView& v) {
+  return NewExpandView(&v.Get().MutableExpandDimsType(), v.keep, v.lease, v.read_only);
+}
 void SFSetOrigin(const StorageFormatView& v, bp::object f) { v.Mut().SetOriginFormat(FormatArg(f, "format")); }
 void SFSetStorage(const StorageFormatView& v, bp::object f) { v.Mut().SetStorageFormat(FormatArg(f, "format")); }
 void SFSetExpand(const StorageFormatView& v, bp::object e) {
-  bp::extract<const ge::ExpandDimsType&> x(e);
+  bp::extract<const ExpandDimsView&> x(e);
   if (!x.check()) RaiseTypeError("expand_dims_type must be an ExpandDimsType");
-  v.Mut().SetExpandDimsType(x());
+  ge::ExpandDimsType rule = x().Get();
+  v.Mut().SetExpandDimsType(rule);
 }
 
 // ---- TensorDesc ---------------------------------------------------------------
 
+// GE's TensorDesc shape argument: a StorageShape (copied), a list of ints (origin
+// and storage both), or None (a scalar). Anything else, including a tuple or a
+// list holding bools or floats, is a TypeError; more dims than kMaxDimNum a ValueError.
+ge::StorageShape TensorDescShapeArg(bp::object shape) {
+  static const std::string kExpected = "TensorDesc shape must be a StorageShape, list of integers, or None";
+  if (shape.is_none()) return ge::StorageShape();
+  bp::extract<const StorageShapeView&> ss(shape);
+  if (ss.check()) return ss().Get();
+  if (!PyList_Check(shape.ptr())) RaiseTypeError(kExpected + ", got " + Py_TYPE(shape.ptr())->tp_name);
+  const Py_ssize_t n = PyList_GET_SIZE(shape.ptr());
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PyList_GET_ITEM(shape.ptr(), i);
+    if (!PyLong_Check(item) || PyBool_Check(item)) {
+      RaiseTypeError(kExpected + ", got a list holding " + Py_TYPE(item)->tp_name + " at index " +
+                     std::to_string(i));
+    }
+  }
+  if (static_cast<std::size_t>(n) > ge::kMaxDimNum) {
+    RaiseValueError("TensorDesc shape exceeds the maximum dimension count " + std::to_string(ge::kMaxDimNum) +
+                    ": got " + std::to_string(n) + " dims");
+  }
+  return ge::StorageShape(ShapeFromPython(shape, "TensorDesc shape"));
+}
+
 std::shared_ptr<TensorDescView> NewTensorDesc(bp::object shape, bp::object data_type) {
   auto owned = std::make_shared<ge::TensorDesc>();
-  if (shape.is_none()) {
-    owned->shape = ge::StorageShape();
-  } else if (PyList_Check(shape.ptr())) {
-    owned->shape = ge::StorageShape(ShapeFromPython(shape, "TensorDesc shape"));
-  } else {
-    bp::extract<const StorageShapeView&> ss(shape);
-    if (!ss.check()) {
-      RaiseTypeError("TensorDesc shape must be a StorageShape, a list of ints or None, got " +
-                     std::string(Py_TYPE(shape.ptr())->tp_name));
-    }
-    owned->shape = ss().Get();  // copied
-  }
+  owned->shape = TensorDescShapeArg(shape);
   owned->data_type = DataTypeArg(data_type, "TensorDesc data_type");
-  auto v = std::make_shared<TensorDescView>();
-  v->ptr = owned.get();
-  v->keep = owned;
-  v->lease = Lease::Owned();
-  return v;
+  return NewOwnerView(std::move(owned), "TensorDesc");
+}
+void TDSetShape(const TensorDescView& v, bp::object shape) {
+  ge::StorageShape parsed = TensorDescShapeArg(shape);  // parse before touching the value
+  v.Mut().shape = parsed;
 }
 bp::object TDShape(const TensorDescView& v) {
   return bp::object(StorageShapeView{&v.Get().shape, v.keep, v.lease, v.read_only});
@@ -390,7 +431,9 @@ bp::object TensorFormat(const TensorView& v) {
 }
 bp::object TensorStorageFormat(const TensorView& v) { return FormatEnum(v.Get().Desc().format.GetStorageFormat()); }
 bp::object TensorOriginFormat(const TensorView& v) { return FormatEnum(v.Get().Desc().format.GetOriginFormat()); }
-ge::ExpandDimsType TensorExpand(const TensorView& v) { return v.Get().Desc().format.GetExpandDimsType(); }
+bp::object TensorExpand(const TensorView& v) {
+  return NewExpandView(&v.Get().MutableDesc().format.MutableExpandDimsType(), v.keep, v.lease, v.read_only);
+}
 bp::object TensorDataType(const TensorView& v) { return DataTypeEnum(v.Get().GetDataType()); }
 bp::object TensorPlacementOf(const TensorView& v) {
   return EnumMember("ge.runtime", "TensorPlacement", v.Get().Desc().placement);
@@ -402,28 +445,80 @@ std::string TensorRepr(const TensorView& v) {
 
 // ---- EagerOpExecutionContext -----------------------------------------------------
 
+// Lookup and allocation failures of the execute context are RuntimeError, as
+// in GE ("Raises RuntimeError if unavailable"); bad argument types TypeError.
 bp::object CtxGetInput(const ExecCtxView& v, bp::object index) {
   auto& ctx = v.Get();
   std::size_t i = IndexArg(index, "input index");
   ge::Tensor* t = ctx.GetInputTensor(i);
   if (t == nullptr) {
-    RaiseIndexError("input index " + std::to_string(i) + " out of range: the node has " +
-                    std::to_string(ctx.GetInputNum()) + " input instance(s)");
+    RaiseRuntimeError("input index " + std::to_string(i) + " out of range: the node has " +
+                      std::to_string(ctx.GetInputNum()) + " input instance(s)");
   }
   return MakeTensor(t, t->Owner(), v.lease);
 }
+
+// The flattened instance of IR input `ir_index`, number `relative` within it.
+// Null for an absent optional input. RuntimeError for a bad IR index.
+ge::Tensor* IrInput(const ExecCtxView& v, bp::object ir_index, std::size_t relative, const char* kind) {
+  auto& ctx = v.Get();
+  const std::size_t ir = IndexArg(ir_index, "ir_index");
+  const ge::InstanceLayout& layout = ctx.InputLayout();
+  if (ir >= layout.IrNum()) {
+    RaiseRuntimeError(std::string(kind) + " input ir_index " + std::to_string(ir) + " out of range: the IR has " +
+                      std::to_string(layout.IrNum()) + " input(s)");
+  }
+  if (relative >= layout.Count(ir)) return nullptr;
+  return ctx.GetInputTensor(layout.Start(ir) + relative);
+}
+bp::object CtxRequiredInput(const ExecCtxView& v, bp::object ir_index) {
+  ge::Tensor* t = IrInput(v, ir_index, 0, "required");
+  if (t == nullptr) RaiseRuntimeError("required input " + SafeStr(ir_index.ptr()) + " is unavailable");
+  return MakeTensor(t, t->Owner(), v.lease);
+}
+bp::object CtxOptionalInput(const ExecCtxView& v, bp::object ir_index) {
+  ge::Tensor* t = IrInput(v, ir_index, 0, "optional");
+  if (t == nullptr) return bp::object();
+  return MakeTensor(t, t->Owner(), v.lease);
+}
+bp::object CtxDynamicInput(const ExecCtxView& v, bp::object ir_index, bp::object relative_index) {
+  const std::size_t rel = IndexArg(relative_index, "relative_index");
+  ge::Tensor* t = IrInput(v, ir_index, rel, "dynamic");
+  if (t == nullptr) {
+    RaiseRuntimeError("dynamic input " + SafeStr(ir_index.ptr()) + " has no instance " + std::to_string(rel));
+  }
+  return MakeTensor(t, t->Owner(), v.lease);
+}
+std::size_t CtxDynamicInputNum(const ExecCtxView& v, bp::object ir_index) {
+  auto& ctx = v.Get();
+  const std::size_t ir = IndexArg(ir_index, "ir_index");
+  if (ir >= ctx.InputLayout().IrNum()) {
+    RaiseRuntimeError("dynamic input ir_index " + std::to_string(ir) + " out of range: the IR has " +
+                      std::to_string(ctx.InputLayout().IrNum()) + " input(s)");
+  }
+  return ctx.InputLayout().Count(ir);
+}
+
 bp::object CtxGetOutput(const ExecCtxView& v, bp::object index) {
   auto& ctx = v.Get();
   std::size_t i = IndexArg(index, "output index");
   if (i >= ctx.GetOutputNum()) {
-    RaiseIndexError("output index " + std::to_string(i) + " out of range: the node has " +
-                    std::to_string(ctx.GetOutputNum()) + " output instance(s)");
+    RaiseRuntimeError("output index " + std::to_string(i) + " out of range: the node has " +
+                      std::to_string(ctx.GetOutputNum()) + " output instance(s)");
   }
   ge::Tensor* t = ctx.GetOutputTensor(i);
-  if (t == nullptr) return bp::object();
+  if (t == nullptr) {
+    RaiseRuntimeError("output " + std::to_string(i) +
+                      " is unavailable: allocate it first (malloc_output_tensor or make_output_ref_input)");
+  }
   return MakeTensor(t, t->Owner(), v.lease);
 }
-bp::object CtxMallocOutput(const ExecCtxView& v, bp::object index, bp::object shape, bp::object dtype) {
+
+// malloc_output_tensor(index, shape, format, dtype): GE's form. Ours also takes
+// (index, shape, dtype): the third argument is then a DataType, which no
+// StorageFormat is, so the two forms cannot be confused.
+bp::object CtxMallocOutput(const ExecCtxView& v, bp::object index, bp::object shape, bp::object format,
+                           bp::object dtype) {
   auto& ctx = v.Get();
   std::size_t i = IndexArg(index, "output index");
   ge::StorageShape ss;
@@ -433,21 +528,30 @@ bp::object CtxMallocOutput(const ExecCtxView& v, bp::object index, bp::object sh
   } else {
     ss = ge::StorageShape(ShapeFromPython(shape, "output shape"));
   }
+  std::optional<ge::StorageFormat> fmt;
+  if (dtype.is_none()) {  // ours: (index, shape, dtype)
+    if (bp::extract<const StorageFormatView&>(format).check()) {
+      RaiseTypeError("malloc_output_tensor(index, shape, format, dtype): dtype is missing");
+    }
+    dtype = format;
+  } else {
+    bp::extract<const StorageFormatView&> as_fmt(format);
+    if (!as_fmt.check()) {
+      RaiseTypeError("malloc_output_tensor format must be a StorageFormat, got " +
+                     std::string(Py_TYPE(format.ptr())->tp_name));
+    }
+    fmt = as_fmt().Get();
+  }
   ge::DataType dt = DataTypeArg(dtype, "output data_type", /*strict_enum=*/false);
   ge::Tensor* t = nullptr;
   try {
     t = ctx.MallocOutputTensor(i, ss, dt);
-  } catch (const std::out_of_range& e) {
-    RaiseIndexError(e.what());
-  } catch (const std::invalid_argument& e) {
-    RaiseValueError(e.what());
-  } catch (const std::logic_error& e) {
-    RaiseRuntimeError(e.what());
   } catch (const std::bad_alloc&) {
-    PyErr_SetString(PyExc_MemoryError, ("cannot allocate output " + std::to_string(i) + " of shape " +
-                                        ss.GetStorageShape().ToString()).c_str());
-    bp::throw_error_already_set();
+    RaiseRuntimeError("cannot allocate output " + std::to_string(i) + " of shape " + ss.GetStorageShape().ToString());
+  } catch (const std::exception& e) {
+    RaiseRuntimeError(std::string("malloc_output_tensor(") + std::to_string(i) + "): " + e.what());
   }
+  if (fmt) t->MutableDesc().format = *fmt;
   return MakeTensor(t, t->Owner(), v.lease);
 }
 bp::object CtxRefInput(const ExecCtxView& v, bp::object out_index, bp::object in_index) {
@@ -457,24 +561,30 @@ bp::object CtxRefInput(const ExecCtxView& v, bp::object out_index, bp::object in
   ge::Tensor* t = nullptr;
   try {
     t = ctx.MakeOutputRefInput(o, i);
-  } catch (const std::out_of_range& e) {
-    RaiseIndexError(e.what());
-  } catch (const std::logic_error& e) {
-    RaiseRuntimeError(e.what());
+  } catch (const std::exception& e) {
+    RaiseRuntimeError(std::string("make_output_ref_input(") + std::to_string(o) + ", " + std::to_string(i) +
+                      "): " + e.what());
   }
   return MakeTensor(t, t->Owner(), v.lease);
 }
-bp::object CtxMallocWorkspace(const ExecCtxView& v, bp::object size) {
+std::shared_ptr<void> WorkspaceBuffer(const ExecCtxView& v, bp::object size, int64_t* n_out) {
   auto& ctx = v.Get();
   int64_t n = IntArg(size, "workspace size");
   if (n <= 0) RaiseValueError("workspace size must be positive, got " + std::to_string(n));
-  std::shared_ptr<void> buf;
+  *n_out = n;
   try {
-    buf = ctx.MallocWorkspaceBuffer(static_cast<std::size_t>(n));
+    return ctx.MallocWorkspaceBuffer(static_cast<std::size_t>(n));
   } catch (const std::bad_alloc&) {
-    PyErr_SetString(PyExc_MemoryError, ("cannot allocate a workspace of " + std::to_string(n) + " bytes").c_str());
-    bp::throw_error_already_set();
+    RaiseRuntimeError("cannot allocate a workspace of " + std::to_string(n) + " bytes");
   }
+}
+uintptr_t CtxMallocWorkspace(const ExecCtxView& v, bp::object size) {
+  int64_t n = 0;
+  return reinterpret_cast<uintptr_t>(WorkspaceBuffer(v, size, &n).get());
+}
+bp::object CtxMallocWorkspaceBuffer(const ExecCtxView& v, bp::object size) {
+  int64_t n = 0;
+  std::shared_ptr<void> buf = WorkspaceBuffer(v, size, &n);
   return MakeBufferView(buf.get(), static_cast<std::size_t>(n), false, 'B', 1, {static_cast<Py_ssize_t>(n)}, buf, v.lease);
 }
 uintptr_t CtxStream(const ExecCtxView& v) { return reinterpret_cast<uintptr_t>(v.Get().GetStream()); }
@@ -634,12 +744,12 @@ ge::DataType DataTypeArg(bp::object obj, const std::string& what, bool strict_en
     accepted = is_enum == 1;
   }
   if (!accepted) {
-    RaiseTypeError(what + " must be a ge.graph.DataType, got " + std::string(Py_TYPE(obj.ptr())->tp_name));
+    RaiseTypeError(what + " must be a DataType (ge.graph.DataType), got " + std::string(Py_TYPE(obj.ptr())->tp_name));
   }
   int64_t v = IntArg(obj, what);
   if (v >= ge::DT_MAX || v < 0) {
-    RaiseValueError(what + " " + std::to_string(v) + " is out of range: it must be below DT_MAX (" +
-                    std::to_string(static_cast<int>(ge::DT_MAX)) + ")");
+    RaiseValueError(what + " must be less than DataType.DT_MAX (" + std::to_string(static_cast<int>(ge::DT_MAX)) +
+                    "), got " + std::to_string(v));
   }
   if (!ge::IsKnownDataType(v)) RaiseValueError(what + " " + std::to_string(v) + " is not a known DataType");
   return static_cast<ge::DataType>(v);
@@ -653,7 +763,7 @@ ge::Shape ShapeFromPython(bp::object obj, const std::string& what) {
   }
   const Py_ssize_t n = PySequence_Size(obj.ptr());
   if (static_cast<std::size_t>(n) > ge::kMaxDimNum) {
-    RaiseValueError(what + " has " + std::to_string(n) + " dims, more than the maximum rank " +
+    RaiseValueError(what + " has " + std::to_string(n) + " dims, more than the maximum dimension count " +
                     std::to_string(ge::kMaxDimNum));
   }
   ge::Shape s;
@@ -704,17 +814,24 @@ void RegisterViews() {
   MakeImmutable(ss_cls);
 
   bp::object edt_cls =
-      bp::class_<ge::ExpandDimsType>("ExpandDimsType", "Expand-dims rule (\"101\" string or int mask); owned value.",
-                                     bp::no_init)
+      bp::class_<ExpandDimsView>("ExpandDimsType",
+                                 "Expand-dims rule (\"101\" string or int mask). ExpandDimsType(rule) is owned; a "
+                                 "tensor's or StorageFormat's is a view that expires with it.",
+                                 bp::no_init)
           .def("__init__", bp::make_constructor(&NewExpandDims, bp::default_call_policies(),
                                                 (bp::arg("rule") = bp::object())))
-          .add_property("rule", &ge::ExpandDimsType::ToString)
-          .add_property("mask", &ge::ExpandDimsType::GetMask)
-          .add_property("rule_size", &ge::ExpandDimsType::GetRuleSize)
+          .add_property("rule", +[](const ExpandDimsView& e) { return e.Get().ToString(); })
+          .add_property("mask", +[](const ExpandDimsView& e) { return e.Get().GetMask(); })
+          .add_property("rule_size", +[](const ExpandDimsView& e) { return e.Get().GetRuleSize(); })
+          .add_property("full_size", +[](const ExpandDimsView& e) { return e.Get().GetRuleSize(); },
+                        "Dimension count after expansion (the rule's length).")
           .def("is_expand_index", &EdtIsExpand)
-          .def("__eq__", +[](const ge::ExpandDimsType& a, bp::object b) {
-            bp::extract<const ge::ExpandDimsType&> e(b);
-            return e.check() && a == e();
+          .def("set_expand_index", &EdtSetExpand,
+               "set_expand_index(index): marks index (< full_size) as an inserted axis; ValueError past the rule, "
+               "RuntimeError on a read-only view.")
+          .def("__eq__", +[](const ExpandDimsView& a, bp::object b) {
+            bp::extract<const ExpandDimsView&> e(b);
+            return e.check() && a.Get() == e().Get();
           })
           .def("__repr__", &EdtRepr);
   MakeImmutable(edt_cls);
@@ -738,7 +855,9 @@ void RegisterViews() {
                                  bp::no_init)
           .def("__init__", bp::make_constructor(&NewTensorDesc, bp::default_call_policies(),
                                                 (bp::arg("shape"), bp::arg("data_type"))))
-          .add_property("shape", &TDShape, "StorageShape view; expires with this TensorDesc.")
+          .add_property("shape", &TDShape, &TDSetShape,
+                        "StorageShape view; expires with this TensorDesc. Setting it takes a StorageShape "
+                        "(copied), a list of ints (origin and storage) or None (scalar).")
           .add_property("origin_shape", &TDOrigin)
           .add_property("storage_shape", &TDStorage)
           .add_property("format", &TDFormat)
@@ -775,16 +894,34 @@ void RegisterViews() {
           .def("__init__", bp::raw_function(&RefuseInit))
           .def("get_input_num", &CtxInputNum)
           .def("get_output_num", &CtxOutputNum)
-          .def("get_input_tensor", &CtxGetInput, "get_input_tensor(index) -> Tensor; IndexError when out of range.")
-          .def("get_output_tensor", &CtxGetOutput, "get_output_tensor(index) -> Tensor or None (not yet allocated).")
+          .def("get_input_tensor", &CtxGetInput,
+               "get_input_tensor(index) -> Tensor (flattened instance index); RuntimeError when unavailable.")
+          .def("get_required_input_tensor", &CtxRequiredInput, (bp::arg("self"), bp::arg("ir_index")),
+               "get_required_input_tensor(ir_index) -> Tensor; RuntimeError when unavailable.")
+          .def("get_optional_input_tensor", &CtxOptionalInput, (bp::arg("self"), bp::arg("ir_index")),
+               "get_optional_input_tensor(ir_index) -> Tensor, or None when the input is absent.")
+          .def("get_dynamic_input_tensor", &CtxDynamicInput,
+               (bp::arg("self"), bp::arg("ir_index"), bp::arg("relative_index")),
+               "get_dynamic_input_tensor(ir_index, relative_index) -> Tensor; RuntimeError when unavailable.")
+          .def("get_dynamic_input_num", &CtxDynamicInputNum, (bp::arg("self"), bp::arg("ir_index")),
+               "get_dynamic_input_num(ir_index) -> int: instances of that IR input.")
+          .def("get_output_tensor", &CtxGetOutput,
+               "get_output_tensor(index) -> Tensor; RuntimeError when out of range or not yet allocated.")
           .def("malloc_output_tensor", &CtxMallocOutput,
-               (bp::arg("self"), bp::arg("index"), bp::arg("shape"), bp::arg("data_type")),
-               "malloc_output_tensor(index, shape, data_type) -> Tensor (zero-filled host memory).")
+               (bp::arg("self"), bp::arg("index"), bp::arg("shape"), bp::arg("format"), bp::arg("dtype") = bp::object()),
+               "malloc_output_tensor(index, shape: StorageShape, format: StorageFormat, dtype: DataType) -> Tensor "
+               "(zero-filled host memory, GE's form); ours also: malloc_output_tensor(index, shape, dtype). "
+               "RuntimeError when the output cannot be allocated.")
           .def("make_output_ref_input", &CtxRefInput,
                (bp::arg("self"), bp::arg("output_index"), bp::arg("input_index")),
-               "make_output_ref_input(output_index, input_index) -> Tensor sharing the input's memory.")
+               "make_output_ref_input(output_index, input_index) -> Tensor sharing the input's memory; "
+               "RuntimeError on a lookup failure.")
           .def("malloc_workspace", &CtxMallocWorkspace, (bp::arg("self"), bp::arg("size")),
-               "malloc_workspace(size) -> writable memoryview of size bytes; ValueError for size <= 0.")
+               "malloc_workspace(size) -> int: the address of size bytes of scratch memory, valid until the "
+               "callback returns; ValueError for size <= 0, RuntimeError when it cannot be allocated.")
+          .def("malloc_workspace_buffer", &CtxMallocWorkspaceBuffer, (bp::arg("self"), bp::arg("size")),
+               "Ours: malloc_workspace_buffer(size) -> writable memoryview of size bytes (expires with the "
+               "callback); errors as malloc_workspace.")
           .def("get_stream", &CtxStream)
           .def("_is_active", &ExecCtxView::alive);
   MakeImmutable(ctx_cls);

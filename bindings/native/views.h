@@ -47,6 +47,7 @@ using StorageFormatView = View<ge::StorageFormat>;
 using TensorDescView = View<ge::TensorDesc>;
 using TensorView = View<ge::Tensor>;
 using ExecCtxView = View<ge::EagerOpExecutionContext>;
+using ExpandDimsView = View<ge::ExpandDimsType>;
 
 // Registers every class of the module in the current scope. Called once, from
 // the module init in the main interpreter.

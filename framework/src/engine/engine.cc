@@ -386,21 +386,13 @@ void Engine::RunPlan(CompiledNode& c, const std::vector<Tensor*>& ins, std::map<
       throw EngineError(n.name, NodeWhere(n) + ": cannot allocate an output: " + e.what());
     }
   }
-  if (c.workspaces.size() != c.plan->workspace_sizes.size()) {
-    for (std::size_t size : c.plan->workspace_sizes) {
-      const std::size_t rounded = ((size + 63) / 64) * 64;
-      void* p = std::aligned_alloc(64, rounded);
-      if (p == nullptr) throw EngineError(n.name, NodeWhere(n) + ": cannot allocate a workspace of " + std::to_string(size) + " bytes");
-      c.workspaces.emplace_back(p, [](void* q) { std::free(q); });
-    }
-  }
   for (auto& l : c.launches) {
     for (std::size_t i = 0; i < l.slots.size(); ++i) {
       const KernelArgSlot& s = l.slots[i];
       switch (s.kind) {
         case KernelArgSlot::Kind::kInput: l.words[i] = reinterpret_cast<uintptr_t>(ins[s.value]->GetAddr()); break;
         case KernelArgSlot::Kind::kOutput: l.words[i] = reinterpret_cast<uintptr_t>(outs[s.value].GetAddr()); break;
-        case KernelArgSlot::Kind::kWorkspace: l.words[i] = reinterpret_cast<uintptr_t>(c.workspaces[s.value].get()); break;
+        case KernelArgSlot::Kind::kWorkspace: l.words[i] = reinterpret_cast<uintptr_t>(c.plan->workspaces[s.value].get()); break;
         case KernelArgSlot::Kind::kScalar: break;
       }
     }

@@ -1,6 +1,8 @@
 // AnnotatedArgsContext: records a node's task plan.
 #include "ge/op/launch.h"
 
+#include <cstdlib>
+#include <new>
 #include <stdexcept>
 
 namespace ge {
@@ -19,6 +21,10 @@ AnnotatedArgsContext::AnnotatedArgsContext(const OpSchema& schema, const std::ve
 
 std::size_t AnnotatedArgsContext::MallocWorkspace(std::size_t size) {
   if (size == 0) throw std::invalid_argument("workspace size must be positive, got 0");
+  const std::size_t rounded = ((size + 63) / 64) * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  plan_.workspaces.emplace_back(p, [](void* q) { std::free(q); });
   plan_.workspace_sizes.push_back(size);
   return plan_.workspace_sizes.size() - 1;
 }

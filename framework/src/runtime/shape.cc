@@ -102,6 +102,14 @@ ExpandDimsType::ExpandDimsType(int64_t mask) {
   }
 }
 
+void ExpandDimsType::SetExpandIndex(std::size_t index) {
+  if (index >= size_) {
+    throw std::out_of_range("expand index " + std::to_string(index) + " is out of range for a rule of full_size " +
+                            std::to_string(size_));
+  }
+  mask_ |= uint64_t{1} << index;
+}
+
 std::string ExpandDimsType::ToString() const {
   std::string s(size_, '0');
   for (std::size_t i = 0; i < size_; ++i) {

@@ -107,7 +107,8 @@ def get_declare_launch_args_ctx() -> AnnotatedArgsContext:
     """
     ctx = _LAUNCH_CTX.get()
     if ctx is None or not ctx._is_active():
-        raise RuntimeError("get_declare_launch_args_ctx() is only available inside schema-bound declare_launch_args")
+        raise RuntimeError("get_declare_launch_args_ctx() is only available inside declare_launch_args "
+                           "(a schema-bound callback of the host)")
     return ctx
 
 

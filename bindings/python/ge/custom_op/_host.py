@@ -15,8 +15,8 @@ Formats (the host reads them):
 
 * ``snapshot()`` -> ``(frozenset of proto op_types, frozenset of impl descriptor keys)``.
 * ``collect(before)`` -> ``{"protos": [...], "impls": [...]}`` where each proto entry
-  is ``OpProto.to_dict()`` plus ``"func"`` (the prototype / infer_meta function),
-  sorted by op_type, and each impl entry is ``OpImplDescriptor.to_dict()`` plus
+  is the canonical IR's ``OpProto.to_dict()`` plus ``"func"`` (the prototype / infer_meta function),
+  sorted by op_type, and each impl entry is ``OpImplDescriptor.to_bridge_dict()`` plus
   ``"cls"`` (the implementation class), sorted by op_type.
 """
 from __future__ import annotations  # annotations are text: no typing import (see _proto)
@@ -126,7 +126,7 @@ def collect(before: Snapshot) -> Dict[str, Any]:
 
     Returns:
         ``{"protos": [OpProto.to_dict() + {"func": function}, ...],
-        "impls": [OpImplDescriptor.to_dict() + {"cls": class}, ...]}``, each list
+        "impls": [OpImplDescriptor.to_bridge_dict() + {"cls": class}, ...]}``, each list
         sorted by op_type.
 
     Raises:
@@ -151,8 +151,8 @@ def collect(before: Snapshot) -> Dict[str, Any]:
                 _add_definition_site(exc, descriptor, proto)
                 raise
         result = {
-            "protos": [dict(p.to_dict(), func=p.func) for p in protos],
-            "impls": [dict(d.to_dict(), cls=d.cls) for d in impls],
+            "protos": [dict(ir.to_dict(), func=ir.func) for ir in map(_proto.canonical_ir, protos)],
+            "impls": [dict(d.to_bridge_dict(), cls=d.cls) for d in impls],
         }
     except BaseException:
         discard(before)

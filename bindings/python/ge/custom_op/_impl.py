@@ -1,28 +1,28 @@
 """Operator implementations: ``register_op_impl`` and the implementation registry.
 
-Implements section 3 of the plugin-author contract (API.md, "Implementation:
-``register_op_impl(*, op_type)``").  The decorator reflects a class's callback
-methods, in the fixed order ``execute`` -> ``"eager_execute"``, ``compile`` ->
-``"compilable"``, ``declare_launch_args`` -> ``"annotated_args"``, records a frozen
-:class:`OpImplDescriptor` in a per-interpreter registry and sets it on the class as
-``__ge_op_impl_descriptor__``.  Registration neither instantiates the class nor
-checks callback signatures; that is :mod:`ge.custom_op._validate`'s job (section 5).
+GE's ``register_op_impl(*, op_type)`` (share/docs/plugin-api.md,
+"Implementations"). The decorator reflects a class's callback methods, in the
+fixed order ``execute`` -> ``"eager_execute"``, ``compile`` -> ``"compilable"``,
+``declare_launch_args`` -> ``"annotated_args"``, records a frozen
+:class:`OpImplDescriptor` in a per-interpreter registry and sets it on the class
+as ``__ge_op_impl_descriptor__``. Registration neither instantiates the class
+nor checks callback signatures; :mod:`ge.custom_op._validate` does that when
+the plugin is loaded.
 
-Decisions where API.md is silent (also recorded in the project docs):
+Rules (GE's where GE has one, ours where it is silent; see the docs):
 
-* ``class_name`` is ``cls.__name__`` (so the key reads "module:ClassName:op_type"
+* ``class_name`` is ``cls.__name__`` (the key reads "module:ClassName:op_type"
   even for a class defined inside a function).
 * Methods are looked up along the class's MRO without triggering descriptors:
-  an inherited method, a ``staticmethod`` and a ``classmethod`` count; any other
-  attribute of one of the three names that is not callable (a property, ``None``,
-  a number) raises ``TypeError`` "<name> must be callable".
-* Decorating a class for an op_type (or descriptor key) already registered raises
-  ``ValueError``, even when it is the same class: unlike prototypes, the contract
-  lists no idempotent case for implementations.
+  an inherited method, a ``staticmethod`` and a ``classmethod`` count. A
+  non-callable ``execute`` / ``declare_launch_args`` attribute is ignored (as
+  in GE); a non-callable ``compile`` raises "compile must be callable".
+* Decorating a class for an op_type (or descriptor key) already registered
+  raises ``ValueError``, even for the same class.
 * ``get_registered_op_impls()`` is sorted by op_type (like the prototypes);
   ``get_registered_op_impl_by_descriptor_key`` returns None for an unknown key.
-* The dict view (:meth:`OpImplDescriptor.to_dict`) is plain data (no class); the
-  host's ``collect`` adds the class under ``"cls"``.
+* The dict view (:meth:`OpImplDescriptor.to_bridge_dict`) is plain data (no
+  class); the host's ``collect`` adds the class under ``"cls"``.
 """
 
 from __future__ import annotations  # annotations are text: no typing import (see _proto)
@@ -33,6 +33,7 @@ from ._record import FrozenRecord
 
 __all__ = [
     "OpImplDescriptor",
+    "InterfaceList",
     "METHOD_INTERFACES",
     "register_op_impl",
     "get_registered_op_impls",
@@ -52,12 +53,38 @@ INTERFACE_METHODS: Dict[str, str] = {iface: method for method, iface in METHOD_I
 _MISSING = object()
 
 
+class InterfaceList(tuple):
+    """The capability names of an implementation: immutable, and equal to a list.
+
+    GE's descriptors carry ``interfaces`` as a list, and plugins compare it with
+    one (``d.interfaces == ["eager_execute"]``); ours is a tuple subclass, so
+    the frozen descriptor cannot be changed through it, that also compares equal
+    to a list (or tuple) with the same items. ``repr`` reads as a list.
+    """
+    __slots__ = ()
+
+    def __eq__(self, other: Any) -> Any:
+        if isinstance(other, (list, tuple)):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __ne__(self, other: Any) -> Any:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = tuple.__hash__
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
 class OpImplDescriptor(FrozenRecord):
-    """The frozen record of one registered implementation class.
+    """The frozen record of one registered implementation class (GE's ``OpImplDescriptor``).
 
     Fields: ``descriptor_key`` ("module:ClassName:op_type"), ``op_type``,
-    ``module_name``, ``class_name``, ``interfaces`` (tuple of capability names in
-    the fixed order eager_execute, compilable, annotated_args), ``cls``.
+    ``module_name``, ``class_name``, ``interfaces`` (an :class:`InterfaceList` of
+    capability names in the fixed order eager_execute, compilable,
+    annotated_args; equal to the list of the same names), ``cls``.
     """
     # A frozen value class (``_record.FrozenRecord``): the behaviour of
     # ``@dataclasses.dataclass(frozen=True)`` without importing dataclasses/inspect.
@@ -70,18 +97,19 @@ class OpImplDescriptor(FrozenRecord):
     cls: Any
 
     def __init__(self, descriptor_key: str, op_type: str, module_name: str, class_name: str,
-                 interfaces: Tuple[str, ...], cls: Any) -> None:
+                 interfaces: Sequence[str], cls: Any) -> None:
         set_ = object.__setattr__
         set_(self, "descriptor_key", descriptor_key)
         set_(self, "op_type", op_type)
         set_(self, "module_name", module_name)
         set_(self, "class_name", class_name)
-        set_(self, "interfaces", interfaces)
+        set_(self, "interfaces", InterfaceList(interfaces))
         set_(self, "cls", cls)
 
-    def to_dict(self) -> Dict[str, Any]:
-        """Plain-data view: keys ``descriptor_key``, ``op_type``, ``module_name``,
-        ``class_name``, ``interfaces`` (list of str).  The class is not included."""
+    def to_bridge_dict(self) -> Dict[str, Any]:
+        """Plain data, a new copy each call (what ``get_registered_op_impl_dicts()``
+        yields): ``descriptor_key``, ``op_type``, ``module_name``, ``class_name``,
+        ``interfaces`` (list of str). The class is not included."""
         return {
             "descriptor_key": self.descriptor_key,
             "op_type": self.op_type,
@@ -145,34 +173,36 @@ _IMPLS: Dict[str, OpImplDescriptor] = {}      # descriptor_key -> descriptor
 _KEY_BY_OP_TYPE: Dict[str, str] = {}          # op_type -> descriptor_key
 
 
-def _prefix(op_type: str) -> str:
-    return f"register_op_impl op_type '{op_type}' failed: "
-
-
 def register_op_impl(*, op_type: str):
-    """Class decorator registering an operator implementation (API.md section 3).
+    """Class decorator registering an operator implementation (GE's ``register_op_impl``).
 
     Args:
         op_type: non-empty ``str``, the operator type the class implements.
 
     Returns:
-        A decorator that reflects the class's ``execute`` / ``compile`` /
-        ``declare_launch_args`` callables (inherited, ``staticmethod`` and
-        ``classmethod`` count), builds an :class:`OpImplDescriptor`, registers it,
-        sets it as ``cls.__ge_op_impl_descriptor__`` and returns the class.  The
-        class is not instantiated and callback signatures are not checked here.
+        A decorator that reflects the class's callbacks in the fixed order
+        ``execute`` -> "eager_execute", ``compile`` -> "compilable",
+        ``declare_launch_args`` -> "annotated_args" (inherited, ``staticmethod``
+        and ``classmethod`` count; a non-callable ``execute`` or
+        ``declare_launch_args`` attribute is ignored, as in GE), builds an
+        :class:`OpImplDescriptor`, registers it, sets it as
+        ``cls.__ge_op_impl_descriptor__`` and returns the class. The class is
+        not instantiated and callback signatures are not checked here (that is
+        validation against the canonical IR, when the plugin is loaded).
 
     Raises:
-        TypeError: bad ``op_type`` (raised here, before the class is seen); not a
-            class; an abstract class; none of the supported callables (the message
-            lists "execute, compile, declare_launch_args"); one of them exists but
-            is not callable ("<name> must be callable", e.g. "compile must be
-            callable").
-        ValueError: the op_type or the descriptor key is already registered.
+        TypeError: bad ``op_type`` ("register_op_impl op_type must be a
+            non-empty string", raised before the class is seen); "register_op_impl
+            expects a class"; "register_op_impl expects a concrete class" (an
+            abstract class); "compile must be callable" (a ``compile`` attribute
+            that is not callable); "register_op_impl class '<module>.<Class>'
+            must implement at least one supported method: execute, compile,
+            declare_launch_args".
+        ValueError: "python op impl type already exists: <op_type>", or
+            "python op impl descriptor_key already exists: <key>".
     """
     if not isinstance(op_type, str) or not op_type:
-        raise TypeError("register_op_impl op_type must be a non-empty str, "
-                        f"actual {op_type!r} ({type(op_type).__name__})")
+        raise TypeError(f"register_op_impl op_type must be a non-empty string, got {op_type!r}")
 
     def decorator(cls):
         descriptor = _build_descriptor(op_type, cls)
@@ -184,46 +214,48 @@ def register_op_impl(*, op_type: str):
 
 
 def _build_descriptor(op_type: str, cls: Any) -> OpImplDescriptor:
-    p = _prefix(op_type)
+    where = f"(op_type '{op_type}')"
     if not isinstance(cls, type):  # inspect.isclass
-        raise TypeError(p + f"register_op_impl decorates a class, actual "
-                        f"{type(cls).__name__} {cls!r}")
+        raise TypeError(f"register_op_impl expects a class, got {type(cls).__name__} {where}")
     if _isabstract(cls):
         missing = ", ".join(sorted(getattr(cls, "__abstractmethods__", ()))) or "?"
-        raise TypeError(p + f"class {cls.__qualname__} is abstract (abstract methods: "
-                        f"{missing}) and cannot be instantiated")
+        raise TypeError(f"register_op_impl expects a concrete class: {cls.__qualname__} is "
+                        f"abstract (abstract methods: {missing}) {where}")
     interfaces = []
     for method, interface in METHOD_INTERFACES:
         raw = lookup_class_attr(cls, method)
         if raw is _MISSING:
             continue
         if not callable(unwrap_method(raw)):
-            raise TypeError(p + f"{method} must be callable, actual "
-                            f"{type(raw).__name__} on class {cls.__qualname__}")
+            if method == "compile":  # GE: only a non-callable compile is an error
+                raise TypeError(f"compile must be callable, got {type(raw).__name__} on class "
+                                f"{cls.__qualname__} {where}")
+            continue
         interfaces.append(interface)
     if not interfaces:
-        raise TypeError(p + f"class {cls.__qualname__} defines no supported callable: "
-                        "expected at least one of execute, compile, declare_launch_args")
+        raise TypeError(f"register_op_impl class '{cls.__module__}.{cls.__qualname__}' must "
+                        "implement at least one supported method: execute, compile, "
+                        f"declare_launch_args {where}")
     module_name = cls.__module__ if isinstance(cls.__module__, str) else str(cls.__module__)
     return OpImplDescriptor(
         descriptor_key=f"{module_name}:{cls.__name__}:{op_type}",
         op_type=op_type,
         module_name=module_name,
         class_name=cls.__name__,
-        interfaces=tuple(interfaces),
+        interfaces=interfaces,
         cls=cls,
     )
 
 
 def _register(descriptor: OpImplDescriptor) -> None:
-    p = _prefix(descriptor.op_type)
+    if descriptor.descriptor_key in _IMPLS:
+        raise ValueError(f"python op impl descriptor_key already exists: "
+                         f"{descriptor.descriptor_key}")
     existing_key = _KEY_BY_OP_TYPE.get(descriptor.op_type)
     if existing_key is not None:
-        raise ValueError(p + f"op_type '{descriptor.op_type}' already has an implementation "
-                         f"({existing_key}); duplicate from {descriptor.descriptor_key}")
-    if descriptor.descriptor_key in _IMPLS:
-        raise ValueError(p + f"descriptor key '{descriptor.descriptor_key}' is already "
-                         "registered")
+        raise ValueError(f"python op impl type already exists: {descriptor.op_type} "
+                         f"(registered by {existing_key}; duplicate from "
+                         f"{descriptor.descriptor_key})")
     _IMPLS[descriptor.descriptor_key] = descriptor
     _KEY_BY_OP_TYPE[descriptor.op_type] = descriptor.descriptor_key
 
@@ -249,8 +281,8 @@ def get_registered_op_impls() -> List[OpImplDescriptor]:
 
 
 def get_registered_op_impl_dicts() -> List[Dict[str, Any]]:
-    """``to_dict()`` of every registered descriptor, sorted by op_type."""
-    return [d.to_dict() for d in get_registered_op_impls()]
+    """``to_bridge_dict()`` of every registered descriptor, sorted by op_type (new copies)."""
+    return [d.to_bridge_dict() for d in get_registered_op_impls()]
 
 
 def get_registered_op_impl_by_descriptor_key(descriptor_key: str) -> Optional[OpImplDescriptor]:

@@ -52,6 +52,7 @@ alone.  ``typing`` is imported lazily only to evaluate string annotations
 from __future__ import annotations  # annotations below are text: no typing import
 
 import collections.abc
+import enum
 import sys
 import types
 
@@ -62,6 +63,14 @@ from . import _sig
 from ._record import FrozenRecord
 
 __all__ = [
+    "InputType",
+    "OutputType",
+    "OpInput",
+    "OpAttr",
+    "OpOutput",
+    "OpProtoDescriptor",
+    "canonical_ir",
+    "get_registered_op_proto_by_descriptor_key",
     "IrInput",
     "IrOutput",
     "IrAttr",
@@ -213,6 +222,178 @@ class OpProto(FrozenRecord):
             "mutates": [[name, index] for name, index in self.mutates],
             "return_form": self.return_form,
         }
+
+
+# ---------------------------------------------------------------------------
+# Public records (GE's ``ge.custom_op.proto`` names and fields)
+# ---------------------------------------------------------------------------
+
+class InputType(enum.IntEnum):
+    """Kind of an IR input: GE's numbering (REQUIRED 0, OPTIONAL 1, DYNAMIC 2)."""
+    REQUIRED = 0
+    OPTIONAL = 1
+    DYNAMIC = 2
+
+
+class OutputType(enum.IntEnum):
+    """Kind of an IR output: GE's numbering (REQUIRED 0, DYNAMIC 1)."""
+    REQUIRED = 0
+    DYNAMIC = 1
+
+
+_INPUT_KIND_NAMES = {InputType.REQUIRED: "required", InputType.OPTIONAL: "optional",
+                     InputType.DYNAMIC: "dynamic"}
+_OUTPUT_KIND_NAMES = {OutputType.REQUIRED: "required", OutputType.DYNAMIC: "dynamic"}
+
+
+class OpInput(FrozenRecord):
+    """One input of a prototype: ``name``, ``index`` (IR position), ``kind`` (:class:`InputType`)."""
+    _fields = ("name", "index", "kind")
+    name: str
+    index: int
+    kind: InputType
+
+    def __init__(self, name: str, index: int, kind: InputType) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "kind", kind)
+
+
+class OpOutput(FrozenRecord):
+    """One output of a prototype: ``name``, ``index`` (IR position), ``kind`` (:class:`OutputType`)."""
+    _fields = ("name", "index", "kind")
+    name: str
+    index: int
+    kind: OutputType
+
+    def __init__(self, name: str, index: int, kind: OutputType) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "kind", kind)
+
+
+class OpAttr(FrozenRecord):
+    """One attribute of a prototype.
+
+    ``type`` is a ``VT_*`` string (share/docs/plugin-api.md, attribute types);
+    ``is_required`` is True when the prototype gives no default (``default`` is
+    then None). A list default is frozen into tuples (nested for
+    VT_LIST_LIST_INT) when the record is made, so the record never shares a
+    mutable list with its caller; ``to_bridge_dict()`` turns it back into lists.
+    """
+    _fields = ("name", "index", "type", "is_required", "default")
+    name: str
+    index: int
+    type: str
+    is_required: bool
+    default: Any = None
+
+    def __init__(self, name: str, index: int, type: str, is_required: bool,
+                 default: Any = None) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "index", index)
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "is_required", is_required)
+        object.__setattr__(self, "default", _freeze(default))
+
+
+class OpProtoDescriptor(FrozenRecord):
+    """The registered prototype of one op_type (GE's ``OpProtoDescriptor``).
+
+    Fields: ``descriptor_key`` ("module:func_name:op_type"), ``op_type``,
+    ``module_name``, ``func_name`` (the function's ``__qualname__``),
+    ``inputs`` / ``attrs`` / ``outputs`` (tuples of :class:`OpInput`,
+    :class:`OpAttr`, :class:`OpOutput`; any sequence given is copied into a
+    tuple) and ``infer_func`` (the prototype, which is also the op's
+    infer_meta). ``infer_func`` takes no part in ``==``, ``hash`` or ``repr``.
+    Set on the decorated function as ``__ge_op_proto_descriptor__``.
+    """
+    _fields = ("descriptor_key", "op_type", "module_name", "func_name", "inputs", "attrs",
+               "outputs", "infer_func")
+    descriptor_key: str
+    op_type: str
+    module_name: str
+    func_name: str
+    inputs: Tuple[OpInput, ...]
+    attrs: Tuple[OpAttr, ...]
+    outputs: Tuple[OpOutput, ...]
+    infer_func: Any
+
+    def __init__(self, descriptor_key: str, op_type: str, module_name: str, func_name: str,
+                 inputs: Sequence[OpInput], attrs: Sequence[OpAttr], outputs: Sequence[OpOutput],
+                 infer_func: Any) -> None:
+        set_ = object.__setattr__
+        set_(self, "descriptor_key", descriptor_key)
+        set_(self, "op_type", op_type)
+        set_(self, "module_name", module_name)
+        set_(self, "func_name", func_name)
+        set_(self, "inputs", tuple(inputs))
+        set_(self, "attrs", tuple(attrs))
+        set_(self, "outputs", tuple(outputs))
+        set_(self, "infer_func", infer_func)
+
+    def _astuple(self) -> Tuple[Any, ...]:  # infer_func is not compared
+        return (self.descriptor_key, self.op_type, self.module_name, self.func_name,
+                self.inputs, self.attrs, self.outputs)
+
+    def __repr__(self) -> str:
+        return (f"OpProtoDescriptor(descriptor_key={self.descriptor_key!r}, "
+                f"op_type={self.op_type!r}, module_name={self.module_name!r}, "
+                f"func_name={self.func_name!r}, inputs={self.inputs!r}, attrs={self.attrs!r}, "
+                f"outputs={self.outputs!r})")
+
+    def to_bridge_dict(self) -> Dict[str, Any]:
+        """Plain data, a new copy each call: ``descriptor_key``, ``op_type``,
+        ``module_name``, ``func_name``, ``inputs`` / ``outputs`` (``{"name",
+        "kind": int}``) and ``attrs`` (``{"name", "type", "is_required",
+        "default"}``, list defaults as lists)."""
+        return {
+            "descriptor_key": self.descriptor_key,
+            "op_type": self.op_type,
+            "module_name": self.module_name,
+            "func_name": self.func_name,
+            "inputs": [{"name": i.name, "kind": int(i.kind)} for i in self.inputs],
+            "attrs": [{"name": a.name, "type": a.type, "is_required": a.is_required,
+                       "default": _thaw(a.default)} for a in self.attrs],
+            "outputs": [{"name": o.name, "kind": int(o.kind)} for o in self.outputs],
+        }
+
+
+def canonical_ir(proto: Any) -> Optional[OpProto]:
+    """The host's canonical IR (:class:`OpProto`) of a prototype record.
+
+    Accepts an :class:`OpProto` (returned as it is), an
+    :class:`OpProtoDescriptor` (converted once; the result is cached on the
+    record) or None (returned as None). Aliasing is read from the outputs: an
+    output named like an input aliases it (``mutates_args`` names outputs that
+    way). The return form follows the outputs: none, one required
+    (``TensorDesc``), one dynamic (a list), several (a tuple or list).
+
+    Raises:
+        TypeError: anything else.
+    """
+    if proto is None or isinstance(proto, OpProto):
+        return proto
+    if not isinstance(proto, OpProtoDescriptor):
+        raise TypeError(f"expected an OpProtoDescriptor, actual {type(proto).__name__}")
+    cached = proto.__dict__.get("_canonical_ir")
+    if cached is not None:
+        return cached
+    inputs = tuple(IrInput(i.name, _INPUT_KIND_NAMES[InputType(i.kind)]) for i in proto.inputs)
+    outputs = tuple(IrOutput(o.name, _OUTPUT_KIND_NAMES[OutputType(o.kind)]) for o in proto.outputs)
+    attrs = tuple(IrAttr(a.name, a.type, a.is_required, a.default) for a in proto.attrs)
+    input_names = {i.name for i in inputs}
+    mutates = tuple((o.name, index) for index, o in enumerate(outputs) if o.name in input_names)
+    if not outputs:
+        form = "none"
+    elif len(outputs) == 1:
+        form = "single" if outputs[0].kind == "required" else "list"
+    else:
+        form = "tuple"
+    ir = OpProto(proto.op_type, proto.infer_func, proto.module_name, proto.func_name,
+                 inputs, outputs, attrs, mutates, form)
+    object.__setattr__(proto, "_canonical_ir", ir)
+    return ir
 
 
 def _freeze(value: Any) -> Any:
@@ -468,8 +649,10 @@ def _default_ok(vt: str, value: Any) -> bool:
 # register_op
 # ---------------------------------------------------------------------------
 
-_PROTOS: Dict[str, OpProto] = {}
-_BODIES: Dict[str, Any] = {}  # op_type -> body fingerprint of the registered function
+# The registry of this interpreter: descriptor_key -> descriptor and op_type ->
+# descriptor (every interpreter has its own copy of the ge package).
+_BY_KEY: Dict[str, OpProtoDescriptor] = {}
+_BY_TYPE: Dict[str, OpProtoDescriptor] = {}
 
 _POSITIONAL = _sig.POSITIONAL
 
@@ -478,332 +661,351 @@ def _prefix(op_type: str) -> str:
     return f"register_op op_type '{op_type}' failed: "
 
 
-def _check_op_type(op_type: Any, who: str) -> None:
+def _check_op_type(op_type: Any) -> None:
     if not isinstance(op_type, str) or not op_type:
-        raise TypeError(f"{who} op_type must be a non-empty str, "
-                        f"actual {op_type!r} ({type(op_type).__name__})")
-
-
-def _normalize_mutates(op_type: str, mutates_args: Any) -> Tuple[str, Tuple[Any, ...]]:
-    """Check the *shape* of mutates_args; return (form, entries). TypeError on a bad shape."""
-    p = _prefix(op_type)
-    if mutates_args is None:
-        return "names", ()
-    if (isinstance(mutates_args, (str, bytes, bytearray))
-            or not isinstance(mutates_args, collections.abc.Sequence)):
-        raise TypeError(p + "mutates_args must be a list/tuple of input names or of "
-                        f"(input_name, output_index) pairs, actual {type(mutates_args).__name__}")
-    entries = tuple(mutates_args)
-    forms = set()
-    for entry in entries:
-        if isinstance(entry, str):
-            forms.add("names")
-        elif (isinstance(entry, (tuple, list)) and len(entry) == 2
-              and isinstance(entry[0], str)
-              and isinstance(entry[1], int) and not isinstance(entry[1], bool)):
-            forms.add("pairs")
-        else:
-            raise TypeError(p + "each mutates_args entry must be an input name (str) or an "
-                            f"(input_name, output_index) pair, actual {entry!r}")
-    if len(forms) > 1:
-        raise TypeError(p + "mutates_args cannot mix input names and "
-                        "(input_name, output_index) pairs")
-    form = forms.pop() if forms else "names"
-    if form == "pairs":
-        entries = tuple((e[0], e[1]) for e in entries)
-    return form, entries
+        raise TypeError(f"register_op op_type must be a non-empty string, got {op_type!r}")
 
 
 def register_op(*, op_type: str, mutates_args: Sequence[Any] = ()):
-    """Decorator registering a prototype / infer_meta function (API.md section 2).
+    """Decorator registering a prototype / infer_meta function (GE's ``register_op``).
+
+    The function's signature is the operator's canonical IR
+    (share/docs/plugin-api.md, "Prototypes"): positional parameters are inputs
+    (``TensorDesc`` required, ``Optional[TensorDesc]`` optional,
+    ``List[TensorDesc]`` dynamic; no defaults), keyword-only parameters are
+    attributes typed by annotation (a default must have exactly that type),
+    the return annotation gives the outputs. Registration does not call it.
 
     Args:
         op_type: non-empty ``str``, the operator type.
         mutates_args: outputs that alias inputs: a list/tuple of input names
             (output ``i`` aliases the ``i``-th name) or of ``(input_name,
-            output_index)`` pairs; the two forms cannot be mixed.
+            output_index)`` pairs; the two forms cannot be mixed. An aliasing
+            output takes the input's name; other outputs are ``output<i>``
+            (``_1``, ``_2``... appended on a clash with an input name).
 
     Returns:
-        A decorator that parses the function's signature into an :class:`OpProto`,
-        registers it and returns the function unchanged (registration does not
-        call it).
+        A decorator that builds an :class:`OpProtoDescriptor`, registers it, sets
+        it on the function as ``__ge_op_proto_descriptor__`` and returns the
+        function itself.
 
     Raises:
-        TypeError: bad ``op_type`` (raised here, before any function is seen) or a
-            bad ``mutates_args`` shape (also raised here); when decorating: not a
-            plain function, ``*args``/``**kwargs``, a missing or unsupported
-            annotation, a bad default (messages prefixed
-            ``"register_op op_type '<T>' failed:"``).
-        ValueError: unknown input names / out-of-range or repeated output indices
-            in ``mutates_args``; the same op_type registered by another function;
-            the same function (module:qualname:op_type) re-registered with changed
-            content.  Re-registering identical content is a no-op.
+        TypeError: bad ``op_type`` ("register_op op_type must be a non-empty
+            string, got <repr>"), raised before any function is seen. When
+            decorating, every error is prefixed "register_op op_type '<T>'
+            failed:": not a Python function, ``*args``/``**kwargs``, a missing or
+            unsupported annotation, a default on an input, a bad attr default,
+            a bad ``mutates_args`` shape.
+        ValueError: unknown, repeated or out-of-range ``mutates_args`` entries;
+            the op_type already registered by another function ("op type '<T>'
+            already registered"); the same function (same descriptor_key)
+            registered again with another definition ("descriptor content
+            changed"). The same definition again is a no-op: the first record
+            is kept and set on the new function too (NaN defaults compare equal).
     """
-    _check_op_type(op_type, "register_op")
-    form, entries = _normalize_mutates(op_type, mutates_args)
+    _check_op_type(op_type)
 
     def decorator(func):
-        proto, body = _build_proto(op_type, func, form, entries)
-        _register(proto, body)
+        try:
+            descriptor = _register(_build_descriptor(op_type, func, mutates_args))
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(_prefix(op_type) + str(exc)) from exc
+        func.__ge_op_proto_descriptor__ = descriptor
         return func
 
     return decorator
 
 
-def _build_proto(op_type: str, func: Any, form: str, entries: Tuple[Any, ...]):
-    p = _prefix(op_type)
+def _build_descriptor(op_type: str, func: Any, mutates_args: Any) -> OpProtoDescriptor:
     if not isinstance(func, types.FunctionType):
-        raise TypeError(p + "register_op decorates a plain Python function, "
-                        f"actual {type(func).__name__} {func!r}")
+        raise TypeError(f"register_op expects a Python function, got {type(func).__name__}")
     if _sig.is_generator_or_coroutine_function(func):
-        raise TypeError(p + f"{func.__qualname__} must be a plain function "
-                        "(not a generator or coroutine function)")
+        raise TypeError(f"register_op expects a Python function, got the generator or coroutine "
+                        f"function {func.__qualname__}")
     try:
         params, ret = _sig.signature(func)
     except (TypeError, ValueError) as exc:
-        raise TypeError(p + f"cannot read the signature of {func.__qualname__}: {exc}") from exc
+        raise TypeError(f"cannot read the signature of {func.__qualname__}: {exc}") from exc
     globalns = function_globals(func)
 
     def resolve(ann: Any, what: str) -> Any:
         try:
             return resolve_annotation(ann, globalns)
         except AnnotationError as exc:
-            raise TypeError(p + f"cannot resolve annotation {ann!r} of {what}: {exc}") from None
+            raise TypeError(f"failed to resolve annotations for '{func.__qualname__}': "
+                            f"{what}: {exc}") from None
 
-    inputs: List[IrInput] = []
-    attrs: List[IrAttr] = []
+    inputs: List[OpInput] = []
+    attrs: List[OpAttr] = []
     for param in params:
-        if param.kind == _sig.VAR_POSITIONAL:
-            raise TypeError(p + f"variadic parameter '*{param.name}' is not supported "
-                            "(*args/**kwargs cannot describe an IR)")
-        if param.kind == _sig.VAR_KEYWORD:
-            raise TypeError(p + f"variadic parameter '**{param.name}' is not supported "
-                            "(*args/**kwargs cannot describe an IR)")
-        if param.annotation is _sig.EMPTY:
-            role = "input" if param.kind in _POSITIONAL else "attr"
-            raise TypeError(p + f"{role} parameter '{param.name}' is missing an annotation")
+        if param.kind in (_sig.VAR_POSITIONAL, _sig.VAR_KEYWORD):
+            raise TypeError(f"register_op does not support variadic parameter '{param.name}'")
         if param.kind in _POSITIONAL:
+            if param.annotation is _sig.EMPTY:
+                raise TypeError(f"input '{param.name}' must have a type annotation")
+            if param.default is not _sig.EMPTY:
+                raise TypeError(f"input '{param.name}' must not have a default value")
             ann = resolve(param.annotation, f"input '{param.name}'")
             kind = tensor_kind(ann, TensorDesc)
             if kind is None:
-                raise TypeError(p + f"unsupported annotation {annotation_repr(ann)} on input "
-                                f"'{param.name}': expected TensorDesc, Optional[TensorDesc] "
-                                "or List[TensorDesc]")
-            if param.default is not _sig.EMPTY:
-                if not (kind == "optional" and param.default is None):
-                    raise TypeError(p + f"bad default {param.default!r} for input "
-                                    f"'{param.name}': only an Optional[TensorDesc] input may "
-                                    "have a default, and only None")
-            inputs.append(IrInput(param.name, kind))
-        else:  # keyword-only: an attribute
-            ann = resolve(param.annotation, f"attr '{param.name}'")
-            vt = attr_type_of(ann)
-            if vt is None:
-                raise TypeError(p + f"unsupported annotation {annotation_repr(ann)} on attr "
-                                f"'{param.name}': expected one of int, float, bool, str, "
-                                "DataType, Tensor, List[int], List[float], List[bool], "
-                                "List[str], List[DataType], List[List[int]]")
-            if param.default is _sig.EMPTY:
-                attrs.append(IrAttr(param.name, vt, True, None))
-                continue
-            default = param.default
-            if default is None:
-                raise TypeError(p + f"bad default for attr '{param.name}': None defaults are "
-                                "not supported (omit the default to make the attr required)")
-            if vt == "VT_TENSOR":
-                raise TypeError(p + f"bad default for attr '{param.name}': a Tensor attr "
-                                "cannot have a default")
-            if not _default_ok(vt, default):
-                rng = " (int64 range)" if vt in ("VT_INT", "VT_LIST_INT", "VT_LIST_LIST_INT") else ""
-                raise TypeError(p + f"bad default {default!r} "
-                                f"({type(default).__name__}) for attr '{param.name}': "
-                                f"expected exactly {ATTR_ANNOTATION_TEXT[vt]}{rng}")
-            attrs.append(IrAttr(param.name, vt, False, _freeze(default)))
+                raise TypeError(f"unsupported input annotation for '{param.name}': "
+                                f"{annotation_repr(ann)} (expected TensorDesc, "
+                                "Optional[TensorDesc] or List[TensorDesc])")
+            inputs.append(OpInput(param.name, len(inputs),
+                                  InputType[kind.upper()]))
+            continue
+        # keyword-only: an attribute
+        if param.annotation is _sig.EMPTY:
+            raise TypeError(f"attr '{param.name}' must have a type annotation")
+        ann = resolve(param.annotation, f"attr '{param.name}'")
+        if param.default is None:  # Optional[X] = None names the attr type X
+            inner = _is_union_with_none(ann)
+            if inner is not None:
+                ann = inner
+        vt = attr_type_of(ann)
+        if vt is None:
+            raise TypeError(f"unsupported attr annotation for '{param.name}': "
+                            f"{annotation_repr(ann)} (expected int, float, bool, str, DataType, "
+                            "Tensor, List[int], List[float], List[bool], List[str], "
+                            "List[DataType] or List[List[int]])")
+        if param.default is _sig.EMPTY:
+            attrs.append(OpAttr(param.name, len(attrs), vt, True, None))
+            continue
+        if vt == "VT_TENSOR":
+            raise TypeError(f"Tensor attr '{param.name}' does not support a default value")
+        if not _default_ok(vt, param.default):
+            rng = " in the int64 range" if vt in ("VT_INT", "VT_LIST_INT", "VT_LIST_LIST_INT") else ""
+            raise TypeError(f"default value for attr '{param.name}' must be "
+                            f"{ATTR_ANNOTATION_TEXT[vt]}{rng}, got {param.default!r} "
+                            f"({type(param.default).__name__})")
+        attrs.append(OpAttr(param.name, len(attrs), vt, False, param.default))
 
-    # Outputs, from the return annotation.
     if ret is _sig.EMPTY:
-        raise TypeError(p + "missing return annotation: expected None, TensorDesc, "
-                        "List[TensorDesc] or a Tuple of TensorDesc / List[TensorDesc]")
-    ret = resolve(ret, "the return value")
-    out_kinds: List[str]
+        raise TypeError("register_op return type annotation is required (None, TensorDesc, "
+                        "List[TensorDesc] or a Tuple of those)")
+    kinds = _output_kinds(resolve(ret, "the return annotation"))
+    outputs = _build_outputs(kinds, inputs, mutates_args)
+    module_name = func.__module__ if isinstance(func.__module__, str) else str(func.__module__)
+    func_name = func.__qualname__
+    return OpProtoDescriptor(
+        descriptor_key=f"{module_name}:{func_name}:{op_type}", op_type=op_type,
+        module_name=module_name, func_name=func_name, inputs=inputs, attrs=attrs,
+        outputs=outputs, infer_func=func)
+
+
+def _output_kinds(ret: Any) -> List[OutputType]:
+    """The output kinds a resolved return annotation declares (TypeError if unsupported)."""
     if ret is _NONE_TYPE:
-        return_form, out_kinds = "none", []
-    elif ret is TensorDesc:
-        return_form, out_kinds = "single", ["required"]
-    elif _list_item(ret) is TensorDesc:
-        return_form, out_kinds = "list", ["dynamic"]
-    elif get_origin(ret) is tuple:
+        return []
+    if ret is TensorDesc:
+        return [OutputType.REQUIRED]
+    if _list_item(ret) is TensorDesc:
+        return [OutputType.DYNAMIC]
+    if get_origin(ret) is tuple:
         args = get_args(ret)
         if not args or Ellipsis in args:
-            raise TypeError(p + f"unsupported return annotation {annotation_repr(ret)}: a "
-                            "Tuple must list at least one TensorDesc / List[TensorDesc] and "
-                            "no '...' (use None for no outputs)")
-        out_kinds = []
-        for i, arg in enumerate(args):
+            raise TypeError(f"unsupported return annotation: {annotation_repr(ret)} (a Tuple "
+                            "lists each output; use None for no outputs)")
+        kinds = []
+        for index, arg in enumerate(args):
             if arg is TensorDesc:
-                out_kinds.append("required")
+                kinds.append(OutputType.REQUIRED)
             elif _list_item(arg) is TensorDesc:
-                out_kinds.append("dynamic")
+                kinds.append(OutputType.DYNAMIC)
             else:
-                raise TypeError(p + f"unsupported return annotation {annotation_repr(ret)}: "
-                                f"element {i} is {annotation_repr(arg)}, expected TensorDesc "
-                                "or List[TensorDesc]")
-        return_form = "tuple"
+                raise TypeError(f"unsupported return annotation at output index {index}: "
+                                f"{annotation_repr(arg)} (expected TensorDesc or List[TensorDesc])")
+        return kinds
+    raise TypeError(f"unsupported return annotation: {annotation_repr(ret)} (expected None, "
+                    "TensorDesc, List[TensorDesc] or a Tuple of TensorDesc / List[TensorDesc])")
+
+
+def _mutation_bindings(mutates_args: Any, inputs: List[OpInput],
+                       kinds: List[OutputType]) -> Dict[int, str]:
+    """``{output_index: input_name}`` from mutates_args (TypeError on its shape, ValueError on values)."""
+    if mutates_args is None:
+        return {}
+    if isinstance(mutates_args, str) or not isinstance(mutates_args, (list, tuple)):
+        raise TypeError("mutates_args must be a list or tuple of input names or of "
+                        f"(input_name, output_index) pairs, got {type(mutates_args).__name__}")
+    if not mutates_args:
+        return {}
+    named = [isinstance(item, str) for item in mutates_args]
+    if any(named) and not all(named):
+        raise TypeError("mutates_args sequential and explicit forms cannot be mixed "
+                        "(input names and (input_name, output_index) pairs)")
+    n_out = len(kinds)
+    bindings: Dict[int, str] = {}
+    if all(named):
+        if len(mutates_args) > n_out:
+            raise ValueError(f"mutates_args has more entries ({len(mutates_args)}) than outputs "
+                             f"({n_out})")
+        bindings = dict(enumerate(mutates_args))
     else:
-        raise TypeError(p + f"unsupported return annotation {annotation_repr(ret)}: expected "
-                        "None, TensorDesc, List[TensorDesc] or a Tuple of TensorDesc / "
-                        "List[TensorDesc]")
-
-    mutates = _resolve_mutates(op_type, form, entries, inputs, out_kinds)
-    outputs = _name_outputs(out_kinds, mutates, inputs, attrs)
-    proto = OpProto(
-        op_type=op_type,
-        func=func,
-        module_name=func.__module__ if isinstance(func.__module__, str) else str(func.__module__),
-        qualname=func.__qualname__,
-        inputs=tuple(inputs),
-        outputs=tuple(outputs),
-        attrs=tuple(attrs),
-        mutates=mutates,
-        return_form=return_form,
-    )
-    return proto, _body_fingerprint(func.__code__)
-
-
-def _resolve_mutates(op_type: str, form: str, entries: Tuple[Any, ...],
-                     inputs: List[IrInput], out_kinds: List[str]) -> Tuple[Tuple[str, int], ...]:
-    """Turn the mutates_args entries into (input_name, output_index) pairs. ValueError on bad names/indices."""
-    p = _prefix(op_type)
-    n_out = len(out_kinds)
-    if form == "names":
-        if len(entries) > n_out:
-            raise ValueError(p + f"mutates_args names {len(entries)} aliased outputs but the "
-                             f"prototype has {n_out} output(s)")
-        pairs = [(name, i) for i, name in enumerate(entries)]
-    else:
-        pairs = list(entries)
+        for item in mutates_args:
+            if not isinstance(item, (list, tuple)) or len(item) != 2:
+                raise TypeError("mutates_args explicit entries must be (input_name, output_index), "
+                                f"got {item!r}")
+            name, index = item
+            if not isinstance(name, str) or type(index) is not int:
+                raise TypeError(f"mutates_args explicit entries must be (str, int), got {item!r}")
+            if not 0 <= index < n_out:
+                raise ValueError(f"mutates_args output index out of range: {index} (the "
+                                 f"prototype has {n_out} output(s))")
+            if index in bindings:
+                raise ValueError(f"mutates_args output index is duplicated: {index}")
+            bindings[index] = name
     by_name = {i.name: i for i in inputs}
-    seen_names, seen_indices = set(), set()
-    for name, index in pairs:
+    seen = set()
+    for index, name in sorted(bindings.items()):
         if name not in by_name:
-            raise ValueError(p + f"mutates_args names unknown input '{name}' (inputs: "
+            raise ValueError(f"mutates_args input does not exist: '{name}' (inputs: "
                              f"{', '.join(by_name) or 'none'})")
-        if index < 0 or index >= n_out:
-            raise ValueError(p + f"mutates_args output index {index} for input '{name}' is out "
-                             f"of range (the prototype has {n_out} output(s))")
-        if name in seen_names:
-            raise ValueError(p + f"mutates_args names input '{name}' more than once")
-        if index in seen_indices:
-            raise ValueError(p + f"mutates_args names output index {index} more than once")
-        seen_names.add(name)
-        seen_indices.add(index)
-        in_kind, out_kind = by_name[name].kind, out_kinds[index]
-        if in_kind == "optional" or in_kind != out_kind:
-            raise ValueError(p + f"output {index} ({out_kind}) cannot alias {in_kind} input "
-                             f"'{name}': an output may only alias an input of the same kind "
+        if name in seen:
+            raise ValueError(f"mutates_args input is duplicated: '{name}'")
+        seen.add(name)
+        # Ours, beyond GE: an output can only share the memory of an input of
+        # the same arity (a required input may be absent-free, a dynamic one a list).
+        in_kind = _INPUT_KIND_NAMES[by_name[name].kind]
+        out_kind = _OUTPUT_KIND_NAMES[kinds[index]]
+        if in_kind != out_kind:
+            raise ValueError(f"mutates_args output {index} ({out_kind}) cannot alias {in_kind} "
+                             f"input '{name}': an output may only alias an input of the same kind "
                              "(required or dynamic)")
-    return tuple(sorted(pairs, key=lambda pair: pair[1]))
+    return bindings
 
 
-def _name_outputs(out_kinds: List[str], mutates: Tuple[Tuple[str, int], ...],
-                  inputs: List[IrInput], attrs: List[IrAttr]) -> List[IrOutput]:
-    alias = {index: name for name, index in mutates}
-    taken = {i.name for i in inputs} | {a.name for a in attrs} | set(alias.values())
-    names: List[str] = []
-    for index in range(len(out_kinds)):
-        if index in alias:
-            names.append(alias[index])
-            continue
-        base = f"output{index}"
-        candidate, suffix = base, 0
-        while candidate in taken:
-            suffix += 1
-            candidate = f"{base}_{suffix}"
-        taken.add(candidate)
-        names.append(candidate)
-    return [IrOutput(name, kind) for name, kind in zip(names, out_kinds)]
+def _build_outputs(kinds: List[OutputType], inputs: List[OpInput],
+                   mutates_args: Any) -> List[OpOutput]:
+    bindings = _mutation_bindings(mutates_args, inputs, kinds)
+    taken = {i.name for i in inputs}
+    outputs: List[OpOutput] = []
+    for index, kind in enumerate(kinds):
+        name = bindings.get(index)
+        if name is None:
+            base = name = f"output{index}"
+            suffix = 0
+            while name in taken:
+                suffix += 1
+                name = f"{base}_{suffix}"
+        taken.add(name)
+        outputs.append(OpOutput(name, index, kind))
+    return outputs
 
 
-def _body_fingerprint(code: types.CodeType) -> Any:
-    """Byte code, names and constants of a function (line numbers ignored)."""
-    consts = tuple(_body_fingerprint(c) if isinstance(c, types.CodeType) else (type(c), c)
-                   for c in code.co_consts)
-    return (code.co_code, code.co_names, code.co_varnames, code.co_freevars,
-            code.co_cellvars, code.co_flags, code.co_argcount,
-            code.co_kwonlyargcount, code.co_posonlyargcount, consts)
+def _same_value(a: Any, b: Any) -> bool:
+    """Definition equality: same types, tuples item by item, NaN equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is tuple:
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    if type(a) is float and a != a and b != b:
+        return True
+    return a == b
 
 
-def _register(proto: OpProto, body: Any) -> None:
-    p = _prefix(proto.op_type)
-    existing = _PROTOS.get(proto.op_type)
-    if existing is None:
-        _PROTOS[proto.op_type] = proto
-        _BODIES[proto.op_type] = body
-        return
-    if existing.proto_key != proto.proto_key:
-        raise ValueError(p + f"op_type '{proto.op_type}' is already registered by "
-                         f"{existing.module_name}:{existing.qualname}; it cannot be "
-                         f"registered again by {proto.module_name}:{proto.qualname}")
-    if existing.to_dict() != proto.to_dict() or _BODIES[proto.op_type] != body:
-        raise ValueError(p + f"{proto.proto_key} is already registered with different "
-                         "content (signature, mutates_args or body changed)")
-    # Same function, same content: a no-op (the first record is kept).
+def _definition(d: OpProtoDescriptor) -> Tuple[Any, ...]:
+    return (d.op_type,
+            tuple((i.name, i.index, int(i.kind)) for i in d.inputs),
+            tuple((a.name, a.index, a.type, a.is_required, a.default) for a in d.attrs),
+            tuple((o.name, o.index, int(o.kind)) for o in d.outputs))
+
+
+def _source(label: str, d: OpProtoDescriptor) -> str:
+    return (f"{label} source: module_name.func_name '{d.module_name}.{d.func_name}', "
+            f"descriptor_key '{d.descriptor_key}'")
+
+
+def _register(descriptor: OpProtoDescriptor) -> OpProtoDescriptor:
+    """Add ``descriptor`` to the registry; return the registered record (the first one on a no-op)."""
+    existing = _BY_KEY.get(descriptor.descriptor_key)
+    if existing is not None:
+        if not _same_value(_definition(existing), _definition(descriptor)):
+            raise ValueError(f"python op proto descriptor content changed for descriptor_key "
+                             f"'{descriptor.descriptor_key}'; {_source('existing', existing)}; "
+                             f"{_source('current', descriptor)}")
+        return existing
+    existing = _BY_TYPE.get(descriptor.op_type)
+    if existing is not None:
+        raise ValueError(f"python op proto op type '{descriptor.op_type}' already registered by "
+                         f"'{existing.descriptor_key}'; {_source('existing', existing)}; "
+                         f"{_source('current', descriptor)}")
+    _BY_KEY[descriptor.descriptor_key] = descriptor
+    _BY_TYPE[descriptor.op_type] = descriptor
+    return descriptor
 
 
 def _unregister_op_proto(op_type: str) -> None:
     """Internal (used by ``_host``): forget one prototype if it is registered."""
-    _PROTOS.pop(op_type, None)
-    _BODIES.pop(op_type, None)
+    descriptor = _BY_TYPE.pop(op_type, None)
+    if descriptor is not None:
+        _BY_KEY.pop(descriptor.descriptor_key, None)
 
 
 # ---------------------------------------------------------------------------
 # Registry queries
 # ---------------------------------------------------------------------------
 
-def get_registered_op_protos() -> List[OpProto]:
-    """All registered prototypes of this interpreter, sorted by op_type (API.md section 1)."""
-    return [_PROTOS[k] for k in sorted(_PROTOS)]
+def get_registered_op_protos() -> List[OpProtoDescriptor]:
+    """All registered prototypes of this interpreter, sorted by op_type.
+
+    Returns a new list; the records are frozen. Not thread-safe against a
+    concurrent registration (plugins register while they are imported).
+    """
+    return [_BY_TYPE[k] for k in sorted(_BY_TYPE)]
 
 
-def get_registered_op_proto_by_op_type(op_type: str) -> Optional[OpProto]:
+def get_registered_op_proto_by_op_type(op_type: str) -> Optional[OpProtoDescriptor]:
     """The prototype registered for ``op_type``, or None when absent.
 
     Raises:
         TypeError: ``op_type`` is not a str.
     """
     if not isinstance(op_type, str):
-        raise TypeError(f"op_type must be a str, actual {type(op_type).__name__}")
-    return _PROTOS.get(op_type)
+        raise TypeError(f"op_type must be a str, got {type(op_type).__name__}")
+    return _BY_TYPE.get(op_type)
+
+
+def get_registered_op_proto_by_descriptor_key(descriptor_key: str) -> Optional[OpProtoDescriptor]:
+    """The prototype registered under ``descriptor_key`` ("module:func_name:op_type"), or None.
+
+    Raises:
+        TypeError: ``descriptor_key`` is not a str.
+    """
+    if not isinstance(descriptor_key, str):
+        raise TypeError(f"descriptor_key must be a str, got {type(descriptor_key).__name__}")
+    return _BY_KEY.get(descriptor_key)
 
 
 def get_registered_op_proto_dicts() -> List[Dict[str, Any]]:
-    """``to_dict()`` of every registered prototype, sorted by op_type."""
-    return [proto.to_dict() for proto in get_registered_op_protos()]
+    """``to_bridge_dict()`` of every registered prototype, sorted by op_type (new copies)."""
+    return [d.to_bridge_dict() for d in get_registered_op_protos()]
 
 
 def get_registered_op_proto_dict_by_op_type(op_type: str) -> Optional[Dict[str, Any]]:
-    """``to_dict()`` of the prototype registered for ``op_type``, or None when absent."""
+    """``to_bridge_dict()`` of the prototype registered for ``op_type``, or None when absent."""
     proto = get_registered_op_proto_by_op_type(op_type)
-    return None if proto is None else proto.to_dict()
+    return None if proto is None else proto.to_bridge_dict()
 
 
 def clear_registered_op_protos() -> None:
     """Forget every registered prototype of this interpreter."""
-    _PROTOS.clear()
-    _BODIES.clear()
+    _BY_KEY.clear()
+    _BY_TYPE.clear()
 
 
 # ---------------------------------------------------------------------------
 # infer_meta
 # ---------------------------------------------------------------------------
 
-def call_infer_meta(proto: OpProto, inputs: Sequence[Any], attrs: Mapping[str, Any],
+def call_infer_meta(proto: Any, inputs: Sequence[Any], attrs: Mapping[str, Any],
                     dynamic_output_counts: Optional[Mapping[Union[str, int], int]] = None
                     ) -> List[Tuple[int, Any]]:
-    """Call a prototype as infer_meta and check its result (API.md section 2, last rule).
+    """Call a prototype as infer_meta and check its result.
 
     Args:
-        proto: the :class:`OpProto` to call.
+        proto: the prototype: an :class:`OpProtoDescriptor` or the host's
+            :class:`OpProto` (see :func:`canonical_ir`).
         inputs: one entry per IR input, in IR order: a ``TensorDesc`` for a required
             input, ``TensorDesc`` or None (absent) for an optional one, a list of
             ``TensorDesc`` for a dynamic one.  Passed positionally.
@@ -811,20 +1013,30 @@ def call_infer_meta(proto: OpProto, inputs: Sequence[Any], attrs: Mapping[str, A
         dynamic_output_counts: optional expected instance counts of dynamic outputs,
             keyed by output IR index or output name (from the graph node).
 
+    The result follows GE's rules: no outputs -> None; one required output ->
+    a ``TensorDesc``; one dynamic output -> a list or tuple of ``TensorDesc``;
+    several outputs -> a list or tuple with one entry per output (a list or
+    tuple for each dynamic one).
+
     Returns:
         The outputs flattened in order: a list of ``(output_ir_index, TensorDesc)``
-        (a dynamic output contributes one pair per instance).
+        (a dynamic output contributes one pair per instance). The TensorDescs
+        are the objects infer_meta returned (owned values).
 
     Raises:
         TypeError: ``inputs`` does not match the IR's input count; the result has the
-            wrong type, the wrong number of outputs, or a dynamic output has the
-            wrong number of instances (messages name op_type and the output).
+            wrong type ("must be TensorDesc", "must return list/tuple for
+            multiple outputs"), the wrong number of outputs, or a dynamic output
+            has the wrong number of instances ("instance count mismatch");
+            messages name the op_type and the output.
+        ValueError: an unknown output in ``dynamic_output_counts``.
         Any exception raised by the prototype function itself, unchanged.
     """
+    proto = canonical_ir(proto)
     op = proto.op_type
     if isinstance(inputs, (str, bytes)) or not isinstance(inputs, collections.abc.Sequence):
         raise TypeError(f"infer_meta of op_type '{op}': inputs must be a sequence, "
-                        f"actual {type(inputs).__name__}")
+                        f"got {type(inputs).__name__}")
     if len(inputs) != len(proto.inputs):
         raise TypeError(f"infer_meta of op_type '{op}': expected {len(proto.inputs)} inputs, "
                         f"actual {len(inputs)}")
@@ -840,41 +1052,42 @@ def call_infer_meta(proto: OpProto, inputs: Sequence[Any], attrs: Mapping[str, A
 
     result = proto.func(*inputs, **dict(attrs))
 
-    def fail(detail: str) -> TypeError:
-        return TypeError(f"infer_meta of op_type '{op}' returned a bad result: {detail}")
-
     def one(index: int, value: Any) -> List[Tuple[int, Any]]:
         out = proto.outputs[index]
         if out.kind == "required":
             if not isinstance(value, TensorDesc):
-                raise fail(f"output '{out.name}' (index {index}): expected TensorDesc, "
-                           f"actual {type(value).__name__}")
+                raise TypeError(f"infer_meta output[{index}] must be TensorDesc, got "
+                                f"{type(value).__name__} (op_type '{op}', output '{out.name}')")
             return [(index, value)]
-        if not isinstance(value, list):
-            raise fail(f"dynamic output '{out.name}' (index {index}): expected a list of "
-                       f"TensorDesc, actual {type(value).__name__}")
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"infer_meta output[{index}] is dynamic, must return list, got "
+                            f"{type(value).__name__} (op_type '{op}', output '{out.name}')")
         for n, item in enumerate(value):
             if not isinstance(item, TensorDesc):
-                raise fail(f"dynamic output '{out.name}' (index {index}) instance {n}: "
-                           f"expected TensorDesc, actual {type(item).__name__}")
+                raise TypeError(f"infer_meta output[{index}] must be TensorDesc, got "
+                                f"{type(item).__name__} at instance {n} (op_type '{op}', "
+                                f"dynamic output '{out.name}')")
         if index in counts and len(value) != counts[index]:
-            raise fail(f"dynamic output '{out.name}' (index {index}): expected "
-                       f"{counts[index]} instances, actual {len(value)}")
+            raise TypeError(f"infer_meta output[{index}] instance count mismatch: expected "
+                            f"{counts[index]}, actual {len(value)} (op_type '{op}', dynamic "
+                            f"output '{out.name}')")
         return [(index, item) for item in value]
 
-    form = proto.return_form
-    if form == "none":
+    n_out = len(proto.outputs)
+    if n_out == 0:
         if result is not None:
-            raise fail(f"expected None (no outputs), actual {type(result).__name__}")
+            raise TypeError(f"infer_meta of op_type '{op}' has no outputs and must return None, "
+                            f"got {type(result).__name__}")
         return []
-    if form in ("single", "list"):
+    if n_out == 1:
         return one(0, result)
-    if not isinstance(result, tuple):
-        raise fail(f"expected a tuple of {len(proto.outputs)} outputs, "
-                   f"actual {type(result).__name__}")
-    if len(result) != len(proto.outputs):
-        raise fail(f"expected {len(proto.outputs)} outputs "
-                   f"({', '.join(o.name for o in proto.outputs)}), actual {len(result)}")
+    if not isinstance(result, (list, tuple)):
+        raise TypeError(f"infer_meta must return list/tuple for multiple outputs, got "
+                        f"{type(result).__name__} (op_type '{op}' has {n_out} outputs: "
+                        f"{', '.join(o.name for o in proto.outputs)})")
+    if len(result) != n_out:
+        raise TypeError(f"infer_meta return count {len(result)} != output count {n_out} "
+                        f"(op_type '{op}': {', '.join(o.name for o in proto.outputs)})")
     flat: List[Tuple[int, Any]] = []
     for index, value in enumerate(result):
         flat.extend(one(index, value))

@@ -1,27 +1,26 @@
 """Signature validation of implementation callbacks against the canonical IR.
 
-Implements section 5 of the plugin-author contract (API.md, "Signature validation
-against the canonical IR") with the attribute annotations of section 6.  The
-schema-bound callbacks must look like (section 4)::
+GE's rules (share/docs/plugin-api.md, "Signature validation"). The schema-bound
+callbacks must look like::
 
     execute(self, <inputs...>, *, <attrs...>) -> None
     compile(self, <inputs...>, <outputs...>, *, <attrs...>) -> None
     declare_launch_args(self, <inputs...>, <outputs...>, *, <attrs...>) -> None
 
 Validation reads the method from the class (never instantiating it) and checks,
-in this order: no ``*args``/``**kwargs`` ("variadic"); the parameter count and
-split ("expected N positional input[/output] parameters followed by M
-keyword-only attrs, actual K parameters"); the input/output annotations, when
-present (``Tensor`` / ``Optional[Tensor]`` / ``List[Tensor]`` as the IR says,
-any spelling of List and Optional); the attr names and order ("expected attr name
-X ... actual attr name Y") and their annotations, when present (section 6); the
-return annotation, required and ``None`` ("expected None").  Every failure is a
-``TypeError`` whose message names the op_type, the descriptor key and the method
-and says "expected" and "actual".  A missing IR is a ``RuntimeError``
-"canonical IR not found for schema-bound <method>".
+in GE's order: no ``*args``/``**kwargs``; the parameter count ("expected N
+positional input[/output] parameters followed by M keyword-only attrs, actual K
+parameters"); each input/output positional with an annotation, when present,
+of ``Tensor`` / ``Optional[Tensor]`` / ``List[Tensor]`` as the IR says (any
+spelling of List and Optional); each attr keyword-only with the IR's name in
+the IR's order ("expected attr name X at index I, actual attr name Y") and a
+matching annotation, when present; a ``None`` return annotation. Every failure
+is a ``TypeError`` in GE's wording "invalid <method> signature for op type <T>,
+descriptor key <K>, method <method>: expected ..., actual ..."; a missing IR is
+a ``RuntimeError`` "canonical IR not found for schema-bound <method>".
 
-Receivers (decided here; API.md says "inherited, staticmethod and classmethod
-methods count" but not how they bind):
+Receivers (ours; GE says inherited, staticmethod and classmethod methods count
+but not how they bind):
 
 * a plain function defined in the class: the first parameter is the instance
   (``self``) and is not part of the schema;
@@ -49,8 +48,8 @@ from ge.runtime import Tensor
 
 from . import _sig
 from ._impl import INTERFACE_METHODS, METHOD_INTERFACES, is_missing, lookup_class_attr
-from ._proto import (ATTR_ANNOTATION_TEXT, AnnotationError, OpProto, annotation_repr,
-                     attr_type_of, function_globals, resolve_annotation, tensor_kind)
+from ._proto import (ATTR_ANNOTATION_TEXT, AnnotationError, annotation_repr, attr_type_of,
+                     canonical_ir, function_globals, resolve_annotation, tensor_kind)
 
 __all__ = ["validate_impl", "validate_descriptor", "SCHEMA_METHODS"]
 
@@ -65,12 +64,11 @@ _EXPECTED_TENSOR_TEXT = {
 }
 
 
-def _schema_callable(cls: type, method: str, where: str) -> Tuple[Any, int, str]:
+def _schema_callable(cls: type, method: str, fail: Any) -> Tuple[Any, int, str]:
     """(callable to inspect, number of leading receiver parameters to skip, receiver name)."""
     raw = lookup_class_attr(cls, method)
     if is_missing(raw):
-        raise TypeError(f"{where}: expected a callable '{method}' on class "
-                        f"{cls.__qualname__}, actual none")
+        raise fail(f"a callable '{method}' on class {cls.__qualname__}", "none")
     if isinstance(raw, staticmethod):
         func, skip, receiver = raw.__func__, 0, ""
     elif isinstance(raw, classmethod):
@@ -80,32 +78,48 @@ def _schema_callable(cls: type, method: str, where: str) -> Tuple[Any, int, str]
     else:
         func, skip, receiver = raw, 0, ""
     if not callable(func):
-        raise TypeError(f"{where}: {method} must be callable, expected a function, "
-                        f"actual {type(raw).__name__}")
+        raise fail(f"a callable {method}", type(raw).__name__)
     return func, skip, receiver
 
 
-def validate_impl(descriptor: Any, method_name: str, proto: Optional[OpProto]) -> None:
-    """Validate one schema-bound callback of an implementation class (API.md section 5).
+def _signature_error(op_type: str, key: str, method: str, expected: str, actual: str) -> TypeError:
+    """GE's wording: "invalid <method> signature for op type <T>, descriptor key <K>, method <m>: ..."."""
+    return TypeError(f"invalid {method} signature for op type {op_type}, descriptor key {key}, "
+                     f"method {method}: expected {expected}, actual {actual}")
+
+
+_KIND_NAMES = {_sig.POSITIONAL_ONLY: "POSITIONAL_ONLY", _sig.POSITIONAL_OR_KEYWORD: "POSITIONAL_OR_KEYWORD",
+               _sig.VAR_POSITIONAL: "VAR_POSITIONAL", _sig.KEYWORD_ONLY: "KEYWORD_ONLY",
+               _sig.VAR_KEYWORD: "VAR_KEYWORD"}
+
+
+def validate_impl(descriptor: Any, method_name: str, proto: Any) -> None:
+    """Validate one schema-bound callback of an implementation class against its IR.
+
+    The rules are GE's (share/docs/plugin-api.md, "Signature validation"):
+    ``execute(self, <inputs...>, *, <attrs...>) -> None`` and
+    ``compile`` / ``declare_launch_args(self, <inputs...>, <outputs...>, *,
+    <attrs...>) -> None``, checked in this order: no ``*args``/``**kwargs``;
+    the parameter count; each input/output positional, its annotation (if any)
+    ``Tensor`` / ``Optional[Tensor]`` / ``List[Tensor]`` as the IR says; each
+    attr keyword-only, with the IR's name in the IR's order and a matching
+    annotation (if any); a return annotation, ``None``.
 
     Args:
         descriptor: the class's :class:`~ge.custom_op._impl.OpImplDescriptor`
             (its ``cls``, ``op_type`` and ``descriptor_key`` are used).
         method_name: ``"execute"``, ``"compile"`` or ``"declare_launch_args"``.
-        proto: the canonical IR (:class:`~ge.custom_op._proto.OpProto`) of the
-            op_type, or None when no prototype is registered.
+        proto: the canonical IR of the op_type (an
+            :class:`~ge.custom_op._proto.OpProtoDescriptor` or the host's
+            :class:`~ge.custom_op._proto.OpProto`), or None when none is registered.
 
-    The class is not instantiated.  Returns None when the callback matches.
+    The class is not instantiated. Returns None when the callback matches.
 
     Raises:
         RuntimeError: ``proto`` is None ("canonical IR not found for schema-bound
-            <method>").
-        TypeError: the callback does not match the IR (variadic parameters, wrong
-            count, a positional/keyword-only mismatch, a wrong input/output or attr
-            annotation, a wrong attr name or order, a missing or non-None return
-            annotation, an unresolvable string annotation, not callable).  The
-            message names op_type, descriptor key and method and says "expected"
-            and "actual".
+            <method>: <op_type> ...").
+        TypeError: a mismatch: "invalid <method> signature for op type <T>,
+            descriptor key <K>, method <method>: expected ..., actual ...".
         ValueError: ``method_name`` is not one of the three callbacks, or ``proto``
             describes another op_type.
     """
@@ -113,98 +127,93 @@ def validate_impl(descriptor: Any, method_name: str, proto: Optional[OpProto]) -
         raise ValueError(f"unknown schema-bound method {method_name!r}: expected one of "
                          f"{', '.join(SCHEMA_METHODS)}")
     op_type, key = descriptor.op_type, descriptor.descriptor_key
-    where = f"op_type '{op_type}' (descriptor '{key}') method '{method_name}'"
     if proto is None:
-        raise RuntimeError(f"canonical IR not found for schema-bound {method_name}: {where}: "
-                           f"expected a prototype registered with "
+        raise RuntimeError(f"canonical IR not found for schema-bound {method_name}: {op_type} "
+                           f"(descriptor key {key}): expected a prototype registered with "
                            f"register_op(op_type='{op_type}'), actual none")
+    proto = canonical_ir(proto)
     if proto.op_type != op_type:
-        raise ValueError(f"{where}: expected the canonical IR of '{op_type}', "
-                         f"actual the IR of '{proto.op_type}'")
+        raise ValueError(f"op_type '{op_type}' (descriptor key {key}) method {method_name}: "
+                         f"expected the canonical IR of '{op_type}', actual the IR of "
+                         f"'{proto.op_type}'")
 
-    func, skip, receiver = _schema_callable(descriptor.cls, method_name, where)
+    def fail(expected: str, actual: str) -> TypeError:
+        return _signature_error(op_type, key, method_name, expected, actual)
+
+    func, skip, receiver = _schema_callable(descriptor.cls, method_name, fail)
     try:
         params, ret = _sig.signature(func)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{where}: expected an inspectable signature, actual "
-                        f"{type(func).__name__} ({exc})") from None
+        raise fail("an inspectable signature", f"{type(func).__name__} ({exc})") from None
     globalns = function_globals(func)
 
-    # Variadic parameters (checked before the receiver so `def execute(*args)` reads well).
     for param in params:
-        if param.kind == _sig.VAR_POSITIONAL:
-            raise TypeError(f"{where}: variadic parameters are not supported: expected "
-                            f"explicit parameters, actual '*{param.name}'")
-        if param.kind == _sig.VAR_KEYWORD:
-            raise TypeError(f"{where}: variadic parameters are not supported: expected "
-                            f"explicit parameters, actual '**{param.name}'")
+        if param.kind in (_sig.VAR_POSITIONAL, _sig.VAR_KEYWORD):
+            raise fail("no variadic parameters", f"variadic parameter {param.name}")
 
     if skip:
         if not params or params[0].kind not in _POSITIONAL:
-            raise TypeError(f"{where}: expected a leading positional '{receiver}' parameter, "
-                            f"actual {'no parameters' if not params else repr(params[0].name)}")
+            raise fail(f"a leading positional '{receiver}' parameter",
+                       "no parameters" if not params else f"parameter {params[0].name}")
         params = params[skip:]
 
     with_outputs = method_name != "execute"
-    tensors: List[Tuple[str, str, str]] = [("input", i.name, i.kind) for i in proto.inputs]
+    tensors: List[Tuple[str, int, str]] = [("input", n, i.kind) for n, i in enumerate(proto.inputs)]
     if with_outputs:
-        tensors += [("output", o.name, o.kind) for o in proto.outputs]
+        tensors += [("output", n, o.kind) for n, o in enumerate(proto.outputs)]
     n_pos, n_attr = len(tensors), len(proto.attrs)
-    positional = [p for p in params if p.kind in _POSITIONAL]
-    keyword_only = [p for p in params if p.kind == _sig.KEYWORD_ONLY]
-    if len(positional) != n_pos or len(keyword_only) != n_attr:
-        what = "input/output" if with_outputs else "input"
-        raise TypeError(f"{where}: expected {n_pos} positional {what} parameters followed by "
-                        f"{n_attr} keyword-only attrs, actual {len(params)} parameters "
-                        f"({len(positional)} positional, {len(keyword_only)} keyword-only)")
+    if len(params) != n_pos + n_attr:
+        n_kw = sum(1 for p in params if p.kind == _sig.KEYWORD_ONLY)
+        raise fail(f"{n_pos} positional {'input/output' if with_outputs else 'input'} parameters "
+                   f"followed by {n_attr} keyword-only attrs",
+                   f"{len(params)} parameters ({len(params) - n_kw} positional, {n_kw} keyword-only)")
 
     def resolved(annotation: Any, what: str) -> Any:
         try:
             return resolve_annotation(annotation, globalns)
         except AnnotationError as exc:
-            raise TypeError(f"{where}: annotation of {what}: expected a resolvable "
-                            f"annotation, actual {annotation!r} ({exc})") from None
+            raise fail("resolvable type annotations",
+                       f"type hint resolution failed for {what}: {exc}") from None
 
-    for param, (role, ir_name, kind) in zip(positional, tensors):
+    for param, (role, index, kind) in zip(params, tensors):
+        if param.kind not in _POSITIONAL:
+            raise fail(f"positional {role} parameter at index {index}",
+                       f"parameter {param.name} kind {_KIND_NAMES[param.kind]}")
         if param.annotation is _sig.EMPTY:
             continue
-        what = f"parameter '{param.name}' ({role} '{ir_name}', {kind})"
-        annotation = resolved(param.annotation, what)
+        annotation = resolved(param.annotation, f"parameter {param.name}")
         if tensor_kind(annotation, Tensor) != kind:
-            raise TypeError(f"{where}: {what}: expected annotation "
-                            f"{_EXPECTED_TENSOR_TEXT[kind]}, actual "
-                            f"{annotation_repr(annotation)}")
+            raise fail(f"{role} parameter at index {index} annotation {_EXPECTED_TENSOR_TEXT[kind]}",
+                       annotation_repr(annotation))
 
-    for index, (param, ir_attr) in enumerate(zip(keyword_only, proto.attrs)):
+    for index, (param, ir_attr) in enumerate(zip(params[n_pos:], proto.attrs)):
+        if param.kind != _sig.KEYWORD_ONLY:
+            raise fail(f"keyword-only attr parameter {ir_attr.name}",
+                       f"parameter {param.name} kind {_KIND_NAMES[param.kind]}")
         if param.name != ir_attr.name:
-            raise TypeError(f"{where}: keyword-only attr {index}: expected attr name "
-                            f"{ir_attr.name} (IR attrs in order: "
-                            f"{', '.join(a.name for a in proto.attrs)}), actual attr name "
-                            f"{param.name}")
+            raise fail(f"attr name {ir_attr.name} at index {index} (IR attrs in order: "
+                       f"{', '.join(a.name for a in proto.attrs)})", f"attr name {param.name}")
         if param.annotation is _sig.EMPTY:
             continue
-        what = f"attr '{param.name}' ({ir_attr.type})"
-        annotation = resolved(param.annotation, what)
+        annotation = resolved(param.annotation, f"attr {param.name}")
         if attr_type_of(annotation) != ir_attr.type:
-            raise TypeError(f"{where}: {what}: expected annotation "
-                            f"{ATTR_ANNOTATION_TEXT[ir_attr.type]}, actual "
-                            f"{annotation_repr(annotation)}")
+            raise fail(f"attr parameter {ir_attr.name} annotation {ATTR_ANNOTATION_TEXT[ir_attr.type]} "
+                       f"({ir_attr.type})", annotation_repr(annotation))
 
     if ret is _sig.EMPTY:
-        raise TypeError(f"{where}: return annotation: expected None (-> None), actual no "
-                        "return annotation")
-    ret = resolved(ret, "the return value")
+        raise fail("None return annotation", "missing return annotation")
+    ret = resolved(ret, "the return annotation")
     if ret is not type(None):
-        raise TypeError(f"{where}: return annotation: expected None, actual "
-                        f"{annotation_repr(ret)}")
+        raise fail("None return annotation", annotation_repr(ret))
 
 
-def validate_descriptor(descriptor: Any, proto: Optional[OpProto]) -> None:
-    """Validate every declared capability of an implementation (API.md section 5).
+def validate_descriptor(descriptor: Any, proto: Any) -> None:
+    """Validate every declared capability of an implementation against its IR.
 
     Args:
         descriptor: an :class:`~ge.custom_op._impl.OpImplDescriptor`.
-        proto: the canonical IR of its op_type, or None.
+        proto: the canonical IR of its op_type (``OpProtoDescriptor`` or the
+            host's ``OpProto``), or None.
 
     Checks, in the fixed order execute, compile, declare_launch_args, each method
     whose capability is in ``descriptor.interfaces`` with :func:`validate_impl`;

@@ -77,7 +77,6 @@ struct CompiledNode {
   };
   std::optional<TaskPlan> plan;
   std::vector<Launch> launches;
-  std::vector<std::shared_ptr<void>> workspaces;  // allocated at the first run, reused
 };
 
 // What a compilation targets: compile options (the graph's "options" overridden

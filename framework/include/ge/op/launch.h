@@ -41,6 +41,11 @@ struct KernelLaunch {
 struct TaskPlan {
   std::vector<KernelLaunch> launches;  // run in order
   std::vector<std::size_t> workspace_sizes;  // bytes, by workspace index
+  // The workspaces themselves (64-byte aligned host memory, by workspace
+  // index), allocated when declared so that their addresses are known to
+  // declare_launch_args (GE's WorkspaceAddr.addr); every run of the plan reuses
+  // them. A plan therefore runs one launch sequence at a time.
+  std::vector<std::shared_ptr<void>> workspaces;
 };
 
 // declare_launch_args of one node: metadata-only input and output tensors,
@@ -61,9 +66,14 @@ class AnnotatedArgsContext {
   Tensor* GetOutputTensor(std::size_t i) noexcept { return i < outputs_.size() ? &outputs_[i] : nullptr; }
   int64_t GetStreamId() const noexcept { return stream_id_; }
 
-  // Reserves a workspace of `size` bytes for every run; returns its index.
-  // Throws std::invalid_argument for size 0.
+  // Allocates a workspace of `size` bytes used by every run of the plan;
+  // returns its index (its address: WorkspaceAddress(index)). Throws
+  // std::invalid_argument for size 0, std::bad_alloc when memory runs out.
   std::size_t MallocWorkspace(std::size_t size);
+  // Host address of workspace `index` (owned by the plan); null when out of range.
+  void* WorkspaceAddress(std::size_t index) const noexcept {
+    return index < plan_.workspaces.size() ? plan_.workspaces[index].get() : nullptr;
+  }
   std::size_t WorkspaceCount() const noexcept { return plan_.workspace_sizes.size(); }
   // Appends a launch. Throws std::invalid_argument when its stream is not
   // this context's, its name or binary is empty, block_dim is 0, or a slot

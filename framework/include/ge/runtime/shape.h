@@ -83,6 +83,9 @@ class ExpandDimsType {
   std::size_t GetRuleSize() const noexcept { return size_; }
   bool IsExpandIndex(std::size_t index) const noexcept { return index < size_ && ((mask_ >> index) & 1U) != 0; }
   uint64_t GetMask() const noexcept { return mask_; }
+  // Marks `index` (< GetRuleSize()) as an inserted axis (GE's SetExpandIndex).
+  // Throws std::out_of_range for an index past the rule.
+  void SetExpandIndex(std::size_t index);
   std::string ToString() const;  // the rule string, "" when no rule is set
   // Applies the rule to `origin`, writing the expanded shape to `out`.
   // Throws std::invalid_argument when the rule does not fit origin's rank.
@@ -105,6 +108,7 @@ class StorageFormat {
   Format GetOriginFormat() const noexcept { return origin_; }
   Format GetStorageFormat() const noexcept { return storage_; }
   const ExpandDimsType& GetExpandDimsType() const noexcept { return expand_; }
+  ExpandDimsType& MutableExpandDimsType() noexcept { return expand_; }
   void SetOriginFormat(Format f) noexcept { origin_ = f; }
   void SetStorageFormat(Format f) noexcept { storage_ = f; }
   void SetExpandDimsType(const ExpandDimsType& e) noexcept { expand_ = e; }
