@@ -35,7 +35,7 @@ def _gelu_erf(v):
 @register_op_impl(op_type="GeluCustom")
 class Gelu:
     def execute(self, x: Tensor, *, approximate: str) -> None:
-        y = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         fmt = _FORMATS[x.data_type]
         f = _gelu_tanh if approximate == "tanh" else _gelu_erf
         src = x.data.cast("B").cast(fmt)

@@ -101,7 +101,9 @@ class StorageShape:
 
 
 class ExpandDimsType:
-    """An expand-dims rule: a string such as ``"101"`` or an int mask (owned value)."""
+    """An expand-dims rule: a string such as ``"101"`` or an int mask. Owned when
+    constructed; read from a tensor or a StorageFormat it is a view of that rule
+    (read-only in compile), expiring with its owner."""
     def __init__(self, rule: Union[str, int, None] = None) -> None:
         """TypeError for another type, ValueError for a bad rule."""
     @property
@@ -110,7 +112,12 @@ class ExpandDimsType:
     def mask(self) -> int: ...
     @property
     def rule_size(self) -> int: ...
+    @property
+    def full_size(self) -> int:
+        """Dimension count after expansion (the rule's length)."""
     def is_expand_index(self, index: int, /) -> bool: ...
+    def set_expand_index(self, index: int, /) -> None:
+        """Marks ``index`` (< full_size) as inserted; ValueError past the rule, RuntimeError when read-only."""
     def __eq__(self, other: object) -> bool: ...
 
 
@@ -125,7 +132,7 @@ class StorageFormat:
     def storage_format(self) -> Format: ...
     @property
     def expand_dims_type(self) -> ExpandDimsType:
-        """A copy."""
+        """A view of the rule (expires with this StorageFormat)."""
     def set_origin_format(self, format: int, /) -> None: ...
     def set_storage_format(self, format: int, /) -> None: ...
     def set_expand_dims_type(self, expand_dims_type: ExpandDimsType, /) -> None: ...
@@ -134,14 +141,21 @@ class StorageFormat:
 class TensorDesc:
     """``TensorDesc(shape, data_type)``: an owned shape + dtype description (infer_meta's currency).
 
-    ``shape`` is a StorageShape (copied), a list of ints or None (a scalar);
-    anything else raises TypeError. ``data_type`` must be a ``DataType``
-    (TypeError otherwise; ValueError at or past DT_MAX).
+    ``shape`` is a StorageShape (copied), a list of ints (origin and storage)
+    or None (a scalar); anything else, a tuple or a list holding bools or
+    floats included, raises TypeError ("StorageShape, list of integers, or
+    None"); more than 8 dims ValueError ("maximum dimension count").
+    ``data_type`` must be a ``DataType`` (TypeError "data_type must be a
+    DataType"; ValueError "less than DataType.DT_MAX" at or past DT_MAX).
+    Views taken from it (``shape``, ``format``) expire when it is freed.
     """
     def __init__(self, shape: Union[StorageShape, List[int], None], data_type: DataType) -> None: ...
     @property
     def shape(self) -> StorageShape:
         """A view that expires with this TensorDesc."""
+    @shape.setter
+    def shape(self, value: Union[StorageShape, List[int], None]) -> None:
+        """Copies a StorageShape, or sets origin and storage from a list; None is a scalar."""
     @property
     def origin_shape(self) -> Shape: ...
     @property

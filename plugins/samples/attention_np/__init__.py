@@ -10,7 +10,7 @@ import numpy as np
 
 from ge.custom_op import get_execute_ctx, register_op, register_op_impl
 from ge.graph import DataType
-from ge.runtime import Tensor, TensorDesc
+from ge.runtime import StorageFormat, StorageShape, Tensor, TensorDesc
 
 _FLOATS = (DataType.DT_FLOAT, DataType.DT_DOUBLE, DataType.DT_FLOAT16)
 
@@ -33,7 +33,7 @@ class MatMul:
     def execute(self, a: Tensor, b: Tensor, *, transpose_b: bool, scale: float) -> None:
         na, nb = np.asarray(a), np.asarray(b)
         out = (na @ (nb.T if transpose_b else nb)) * na.dtype.type(scale)
-        y = get_execute_ctx().malloc_output_tensor(0, list(out.shape), a.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, StorageShape(list(out.shape), list(out.shape)), StorageFormat(), a.data_type)
         np.asarray(y)[...] = out
 
 
@@ -52,7 +52,7 @@ class Softmax:
     def execute(self, x: Tensor, *, axis: int) -> None:
         nx = np.asarray(x)
         e = np.exp(nx - nx.max(axis=axis, keepdims=True))
-        y = get_execute_ctx().malloc_output_tensor(0, list(nx.shape), x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, StorageShape(list(nx.shape), list(nx.shape)), StorageFormat(), x.data_type)
         np.asarray(y)[...] = e / e.sum(axis=axis, keepdims=True)
 
 
@@ -81,5 +81,5 @@ def concat(xs: List[TensorDesc], *, axis: int = 0) -> TensorDesc:
 class Concat:
     def execute(self, xs: List[Tensor], *, axis: int) -> None:
         out = np.concatenate([np.asarray(x) for x in xs], axis=axis)
-        y = get_execute_ctx().malloc_output_tensor(0, list(out.shape), xs[0].data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, StorageShape(list(out.shape), list(out.shape)), StorageFormat(), xs[0].data_type)
         np.asarray(y)[...] = out

@@ -110,7 +110,7 @@ def axpy_eager(x: TensorDesc, y: TensorDesc, *, alpha: float = 1.0) -> TensorDes
 class AxpyEager:
     def execute(self, x: Tensor, y: Tensor, *, alpha: float) -> None:
         from ge.custom_op import get_execute_ctx
-        z = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        z = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         fmt = "f" if x.data_type == DataType.DT_FLOAT else "d"
         xs, ys, zs = x.data.cast("B").cast(fmt), y.data.cast("B").cast(fmt), z.data.cast("B").cast(fmt)
         for i, (a, b) in enumerate(zip(xs.tolist(), ys.tolist())):

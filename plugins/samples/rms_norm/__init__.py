@@ -31,7 +31,7 @@ def rms_norm(x: TensorDesc, gamma: Optional[TensorDesc], *, epsilon: float = 1e-
 class RmsNorm:
     def execute(self, x: Tensor, gamma: Optional[Tensor], *, epsilon: float) -> None:
         ctx = get_execute_ctx()
-        y = ctx.malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = ctx.malloc_output_tensor(0, x.shape, x.format, x.data_type)
         dims = x.storage_shape.dims
         cols = dims[-1]
         src = x.data.cast("B").cast("f")

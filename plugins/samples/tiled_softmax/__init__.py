@@ -15,7 +15,7 @@ from typing import Tuple
 from ge.custom_op import (get_compile_ctx, get_compile_platform_info, get_execute_ctx, register_op,
                           register_op_impl)
 from ge.graph import DataType
-from ge.runtime import Tensor, TensorDesc
+from ge.runtime import StorageFormat, StorageShape, Tensor, TensorDesc
 
 
 @register_op(op_type="TiledSoftmaxCustom")
@@ -58,8 +58,8 @@ class TiledSoftmax:
             raise RuntimeError(f"no tiling for shape {x.storage_shape.dims}: compile did not run for it")
         block_dim, rows_per_block, cores = tiling
         ctx = get_execute_ctx()
-        y = ctx.malloc_output_tensor(0, x.storage_shape.dims, DataType.DT_FLOAT)
-        t = ctx.malloc_output_tensor(1, [3], DataType.DT_INT64)
+        y = ctx.malloc_output_tensor(0, x.shape, x.format, DataType.DT_FLOAT)
+        t = ctx.malloc_output_tensor(1, StorageShape([3], [3]), StorageFormat(), DataType.DT_INT64)
         cols = x.storage_shape.dims[-1]
         src = x.data.cast("B").cast("f")
         dst = y.data.cast("B").cast("f")

@@ -66,7 +66,7 @@ class MyOp:
 
     def execute(self, x: Tensor, *, scale: float, bias: float) -> None:
         ctx = get_execute_ctx()
-        y = ctx.malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = ctx.malloc_output_tensor(0, x.shape, x.format, x.data_type)
         fmt = _FORMATS[x.data_type]
         src = x.data.cast("B").cast(fmt)  # flat views of the elements
         dst = y.data.cast("B").cast(fmt)

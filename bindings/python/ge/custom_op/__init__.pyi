@@ -5,10 +5,10 @@
 # come from the native module _ge_native; the stubs describe them here, their
 # public home. Everything a callback receives is borrowed: any use after the
 # callback returns raises RuntimeError "Borrowed native object has expired".
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, TypeVar, Union
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, TypeVar, Union, overload
 
 from ge.graph import DataType
-from ge.runtime import Shape, StorageShape, Tensor
+from ge.runtime import Shape, StorageFormat, StorageShape, Tensor
 from ge.runtime import _TensorData
 
 from . import proto as proto
@@ -88,16 +88,30 @@ class EagerOpExecutionContext:
     def get_input_num(self) -> int: ...
     def get_output_num(self) -> int: ...
     def get_input_tensor(self, index: int, /) -> Tensor:
-        """IndexError when out of range; TypeError when negative."""
-    def get_output_tensor(self, index: int, /) -> Optional[Tensor]:
-        """None while the output is not allocated; IndexError when out of range."""
-    def malloc_output_tensor(self, index: int, shape: _OutputShape, data_type: Union[DataType, int]) -> Tensor:
-        """Allocates output ``index`` (zero-filled host memory)."""
+        """By flattened instance index; RuntimeError when unavailable."""
+    def get_required_input_tensor(self, ir_index: int) -> Tensor:
+        """By IR index; RuntimeError when unavailable."""
+    def get_optional_input_tensor(self, ir_index: int) -> Optional[Tensor]:
+        """By IR index; None when the optional input is absent."""
+    def get_dynamic_input_tensor(self, ir_index: int, relative_index: int) -> Tensor:
+        """Instance ``relative_index`` of a dynamic IR input; RuntimeError when unavailable."""
+    def get_dynamic_input_num(self, ir_index: int) -> int: ...
+    def get_output_tensor(self, index: int, /) -> Tensor:
+        """RuntimeError when out of range or not yet allocated."""
+    @overload
+    def malloc_output_tensor(self, index: int, shape: StorageShape, format: StorageFormat,
+                             dtype: DataType) -> Tensor:
+        """GE's form: allocates output ``index`` (zero-filled host memory); RuntimeError on failure."""
+    @overload
+    def malloc_output_tensor(self, index: int, shape: _OutputShape, format: Union[DataType, int]) -> Tensor:
+        """Ours: (index, shape, dtype), the format left as the output's default."""
     def make_output_ref_input(self, output_index: int, input_index: int) -> Tensor:
-        """Output ``output_index`` shares input ``input_index``'s memory."""
-    def malloc_workspace(self, size: int) -> _TensorData:
-        """Scratch memory for this call: a writable memoryview of ``size`` bytes
-        (ValueError for size <= 0). GE returns an address; ours is host memory."""
+        """Output ``output_index`` shares input ``input_index``'s memory; RuntimeError on a lookup failure."""
+    def malloc_workspace(self, size: int) -> int:
+        """Address of ``size`` bytes of scratch memory valid until the callback returns
+        (ValueError for size <= 0, RuntimeError when it cannot be allocated)."""
+    def malloc_workspace_buffer(self, size: int) -> _TensorData:
+        """Ours: the same kind of scratch memory as a writable memoryview (expires with the callback)."""
     def get_stream(self) -> int:
         """The stream handle (0 on the host backend)."""
 
@@ -137,6 +151,9 @@ class WorkspaceAddr:
     def size(self) -> int: ...
     @property
     def index(self) -> int: ...
+    @property
+    def addr(self) -> int:
+        """Host address of the workspace (allocated when declared, reused by every run)."""
 
 
 class AnnotatedKernelArgs:

@@ -1,90 +1,108 @@
-# Type stubs of ge.custom_op.proto: the prototype registry (API.md section 1).
-from typing import Any, Callable, Dict, List, Optional, Tuple
+# Type stubs of ge.custom_op.proto: prototypes and their registry (GE's names;
+# share/docs/plugin-authors.md, "The prototype").
+from enum import IntEnum
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 __all__ = [
+    "register_op",
+    "InputType",
+    "OutputType",
+    "OpInput",
+    "OpAttr",
+    "OpOutput",
+    "OpProtoDescriptor",
     "get_registered_op_protos",
     "get_registered_op_proto_by_op_type",
+    "get_registered_op_proto_by_descriptor_key",
     "get_registered_op_proto_dicts",
     "get_registered_op_proto_dict_by_op_type",
     "clear_registered_op_protos",
-    "OpProto",
-    "IrInput",
-    "IrOutput",
-    "IrAttr",
 ]
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-class IrInput:
-    """One input of the canonical IR; ``kind`` is "required", "optional" or "dynamic"."""
+
+def register_op(*, op_type: str, mutates_args: Sequence[Any] = ...) -> Callable[[_F], _F]:
+    """Declares a prototype (the function is also the op's infer_meta); see ge.custom_op.register_op."""
+
+
+class InputType(IntEnum):
+    REQUIRED = 0
+    OPTIONAL = 1
+    DYNAMIC = 2
+
+
+class OutputType(IntEnum):
+    REQUIRED = 0
+    DYNAMIC = 1
+
+
+class OpInput:
+    """One input: name, IR index, kind. Frozen."""
+    def __init__(self, name: str, index: int, kind: InputType) -> None: ...
     @property
     def name(self) -> str: ...
     @property
-    def kind(self) -> str: ...
-    def __init__(self, name: str, kind: str) -> None: ...
-    def to_dict(self) -> Dict[str, str]: ...
+    def index(self) -> int: ...
+    @property
+    def kind(self) -> InputType: ...
 
 
-class IrOutput:
-    """One output of the canonical IR; ``kind`` is "required" or "dynamic"."""
+class OpOutput:
+    """One output: name, IR index, kind. Frozen."""
+    def __init__(self, name: str, index: int, kind: OutputType) -> None: ...
     @property
     def name(self) -> str: ...
     @property
-    def kind(self) -> str: ...
-    def __init__(self, name: str, kind: str) -> None: ...
-    def to_dict(self) -> Dict[str, str]: ...
+    def index(self) -> int: ...
+    @property
+    def kind(self) -> OutputType: ...
 
 
-class IrAttr:
-    """One attribute of the canonical IR; ``type`` is a VT_* string (API.md section 6)."""
+class OpAttr:
+    """One attribute: ``type`` is a VT_* string; list defaults are frozen into tuples. Frozen."""
+    def __init__(self, name: str, index: int, type: str, is_required: bool, default: Any = ...) -> None: ...
     @property
     def name(self) -> str: ...
+    @property
+    def index(self) -> int: ...
     @property
     def type(self) -> str: ...
     @property
-    def required(self) -> bool: ...
+    def is_required(self) -> bool: ...
     @property
-    def default(self) -> Any:
-        """None when required; list defaults are tuples."""
-    def __init__(self, name: str, type: str, required: bool, default: Any = None) -> None: ...
-    def to_dict(self) -> Dict[str, Any]: ...
+    def default(self) -> Any: ...
 
 
-class OpProto:
-    """The record of one registered prototype (the canonical IR of an op_type)."""
+class OpProtoDescriptor:
+    """A registered prototype; ``infer_func`` takes no part in ==, hash or repr. Frozen."""
+    def __init__(self, descriptor_key: str, op_type: str, module_name: str, func_name: str,
+                 inputs: Sequence[OpInput], attrs: Sequence[OpAttr], outputs: Sequence[OpOutput],
+                 infer_func: Callable[..., Any]) -> None: ...
+    @property
+    def descriptor_key(self) -> str: ...
     @property
     def op_type(self) -> str: ...
     @property
-    def func(self) -> Callable[..., Any]:
-        """The prototype / infer_meta function."""
-    @property
     def module_name(self) -> str: ...
     @property
-    def qualname(self) -> str: ...
+    def func_name(self) -> str: ...
     @property
-    def inputs(self) -> Tuple[IrInput, ...]: ...
+    def inputs(self) -> Tuple[OpInput, ...]: ...
     @property
-    def outputs(self) -> Tuple[IrOutput, ...]: ...
+    def attrs(self) -> Tuple[OpAttr, ...]: ...
     @property
-    def attrs(self) -> Tuple[IrAttr, ...]: ...
+    def outputs(self) -> Tuple[OpOutput, ...]: ...
     @property
-    def mutates(self) -> Tuple[Tuple[str, int], ...]:
-        """``(input_name, output_index)`` pairs sorted by output index."""
-    @property
-    def return_form(self) -> str:
-        """"none", "single", "list" or "tuple"."""
-    @property
-    def proto_key(self) -> str:
-        """"module:qualname:op_type"."""
-    def __init__(self, op_type: str, func: Callable[..., Any], module_name: str, qualname: str,
-                 inputs: Tuple[IrInput, ...], outputs: Tuple[IrOutput, ...], attrs: Tuple[IrAttr, ...],
-                 mutates: Tuple[Tuple[str, int], ...], return_form: str) -> None: ...
-    def to_dict(self) -> Dict[str, Any]: ...
+    def infer_func(self) -> Callable[..., Any]: ...
+    def to_bridge_dict(self) -> Dict[str, Any]:
+        """Plain data (a new copy): descriptor_key, op_type, module_name, func_name, inputs, attrs, outputs."""
 
 
-def get_registered_op_protos() -> List[OpProto]:
+def get_registered_op_protos() -> List[OpProtoDescriptor]:
     """Sorted by op_type."""
-def get_registered_op_proto_by_op_type(op_type: str) -> Optional[OpProto]:
-    """None when absent."""
+def get_registered_op_proto_by_op_type(op_type: str) -> Optional[OpProtoDescriptor]: ...
+def get_registered_op_proto_by_descriptor_key(descriptor_key: str) -> Optional[OpProtoDescriptor]: ...
 def get_registered_op_proto_dicts() -> List[Dict[str, Any]]: ...
 def get_registered_op_proto_dict_by_op_type(op_type: str) -> Optional[Dict[str, Any]]: ...
 def clear_registered_op_protos() -> None: ...

@@ -12,7 +12,7 @@ from typing import List
 
 from ge.custom_op import get_execute_ctx, register_op, register_op_impl
 from ge.graph import DataType, Format
-from ge.runtime import ExpandDimsType, Tensor, TensorDesc
+from ge.runtime import ExpandDimsType, StorageFormat, StorageShape, Tensor, TensorDesc
 
 READ_ONLY = "borrowed object is read-only"
 EXPIRED = "Borrowed native object has expired"
@@ -55,6 +55,7 @@ def _setters(t):
         lambda: t.format.set_origin_format(Format.FORMAT_NHWC),
         lambda: t.format.set_storage_format(Format.FORMAT_NHWC),
         lambda: t.format.set_expand_dims_type(ExpandDimsType("1")),
+        lambda: t.expand_dims_type.set_expand_index(0), lambda: t.format.expand_dims_type.set_expand_index(0),
     ]
 
 
@@ -111,7 +112,7 @@ class CmpAttrs:
                                                                lambda: shape.storage_shape, lambda: storage.dims,
                                                                lambda: fmt.origin_format)),
         ]
-        y = get_execute_ctx().malloc_output_tensor(0, [len(verdicts)], DataType.DT_FLOAT)
+        y = get_execute_ctx().malloc_output_tensor(0, StorageShape([len(verdicts)], [len(verdicts)]), StorageFormat(), DataType.DT_FLOAT)
         out = y.data.cast("B").cast("f")
         for k, v in enumerate(verdicts):
             out[k] = 1.0 if v else 0.0

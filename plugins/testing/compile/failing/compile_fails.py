@@ -26,5 +26,5 @@ class CmpFails:
         if path:
             with open(path, "w") as f:
                 f.write("execute ran\n")
-        y = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         y.data.cast("B")[:] = x.data.cast("B")

@@ -41,7 +41,7 @@ class CmpKeep:
         }
 
     def execute(self, x: Tensor) -> None:
-        y = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         src, dst = x.data.cast("B").cast("f"), y.data.cast("B").cast("f")
         for k in range(len(src)):
             dst[k] = src[k] + self.calls * 1000 + self.checked

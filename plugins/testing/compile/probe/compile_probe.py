@@ -61,6 +61,6 @@ class CmpProbe:
     def execute(self, x: Tensor) -> None:
         if tuple(x.storage_shape.dims) not in self.compiled:
             raise RuntimeError("execute before compile")
-        y = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         y.data.cast("B")[:] = x.data.cast("B")
         _log("execute", shape=x.storage_shape.dims)

@@ -21,5 +21,5 @@ class CmpSwap:
         type(self).compile = _legacy
 
     def execute(self, x: Tensor) -> None:
-        y = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         y.data.cast("B")[:] = x.data.cast("B")

@@ -14,7 +14,7 @@ import contextvars
 
 from ge.custom_op import get_execute_ctx, register_op, register_op_impl
 from ge.graph import DataType
-from ge.runtime import Tensor, TensorDesc
+from ge.runtime import StorageFormat, StorageShape, Tensor, TensorDesc
 
 EXPIRED = "Borrowed native object has expired"
 
@@ -30,7 +30,7 @@ def _raises(fn, exc, *fragments):
 
 
 def _write(values):
-    y = get_execute_ctx().malloc_output_tensor(0, [len(values)], DataType.DT_FLOAT)
+    y = get_execute_ctx().malloc_output_tensor(0, StorageShape([len(values)], [len(values)]), StorageFormat(), DataType.DT_FLOAT)
     out = y.data.cast("B").cast("f")
     for i, v in enumerate(values):
         out[i] = 1.0 if v else 0.0
@@ -111,7 +111,7 @@ class E2eProbeImpl:
             _raises(lambda: st["storage_shape"].dims, RuntimeError, EXPIRED),
             _raises(lambda: st["storage_shape"].set_dim(0, 1), RuntimeError, EXPIRED),
             _raises(lambda: ctx.get_input_num(), RuntimeError, EXPIRED),
-            _raises(lambda: ctx.malloc_output_tensor(0, [1], DataType.DT_FLOAT), RuntimeError, EXPIRED),
+            _raises(lambda: ctx.malloc_output_tensor(0, StorageShape([1], [1]), StorageFormat(), DataType.DT_FLOAT), RuntimeError, EXPIRED),
             _raises(lambda: mv[0], ValueError, "released"),
             _raises(lambda: st["copied"].run(get_execute_ctx), RuntimeError),
             _OUTSIDE.get("import") is True,
@@ -161,13 +161,15 @@ class E2eRefInputImpl:
 
 
 CHECKS_WS = [
-    "malloc_workspace(100) has 100 bytes",
+    "malloc_workspace(100) returns an int address (GE's form)",
+    "two malloc_workspace calls return distinct addresses",
+    "malloc_workspace_buffer(100) has 100 bytes",
     "workspace is writable",
     "workspace is zero-filled",
     "a write reads back",
     "two workspaces do not overlap",
     "malloc_workspace(0) raises ValueError",
-    "malloc_workspace(-1) raises ValueError",
+    "malloc_workspace_buffer(-1) raises ValueError",
     "a kept workspace memoryview is released after the callback (ValueError)",
 ]
 
@@ -183,19 +185,22 @@ class E2eWorkspaceImpl:
         ctx = get_execute_ctx()
         old = _WS.pop("workspace", None)
         kept_released = _raises(lambda: old[0], ValueError, "released") if old is not None else None
-        ws = ctx.malloc_workspace(100)
-        ws2 = ctx.malloc_workspace(100)
+        addr1, addr2 = ctx.malloc_workspace(100), ctx.malloc_workspace(100)
+        ws = ctx.malloc_workspace_buffer(100)
+        ws2 = ctx.malloc_workspace_buffer(100)
         zero = bytes(ws) == bytes(100)
         ws[:] = bytes(range(100))
         ws2[:] = b"\xff" * 100
         _WS["workspace"] = ws
         _write([
+            type(addr1) is int and addr1 > 0,
+            addr1 != addr2,
             len(ws) == 100 and ws.nbytes == 100,
             not ws.readonly,
             zero,
             bytes(ws) == bytes(range(100)),
             bytes(ws) == bytes(range(100)) and bytes(ws2) == b"\xff" * 100,
             _raises(lambda: ctx.malloc_workspace(0), ValueError),
-            _raises(lambda: ctx.malloc_workspace(-1), ValueError),
+            _raises(lambda: ctx.malloc_workspace_buffer(-1), ValueError),
             kept_released is not False,  # None on the first run (nothing kept yet)
         ])

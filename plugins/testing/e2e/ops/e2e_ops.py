@@ -14,7 +14,7 @@ from typing import List, Optional
 
 from ge.custom_op import get_execute_ctx, register_op, register_op_impl
 from ge.graph import DataType
-from ge.runtime import Tensor, TensorDesc
+from ge.runtime import StorageFormat, StorageShape, Tensor, TensorDesc
 
 
 def _floats(t):
@@ -45,7 +45,7 @@ def e2e_sum(xs: List[TensorDesc], bias: Optional[TensorDesc], *, scale: float = 
 @register_op_impl(op_type="E2eSum")
 class E2eSumImpl:
     def execute(self, xs: List[Tensor], bias: Optional[Tensor], *, scale: float, offset: int) -> None:
-        y = get_execute_ctx().malloc_output_tensor(0, xs[0].storage_shape.dims, DataType.DT_FLOAT)
+        y = get_execute_ctx().malloc_output_tensor(0, xs[0].shape, xs[0].format, DataType.DT_FLOAT)
         out = _floats(y)
         srcs = [_floats(x) for x in xs]
         b = _floats(bias) if bias is not None else None
@@ -74,7 +74,7 @@ class E2eAttrDumpImpl:
             1.0 if isinstance(dt, DataType) and all(isinstance(d, DataType) for d in ldt) else 0.0,
             1.0 if type(i) is int and type(f) is float and type(b) is bool and type(s) is str else 0.0,
         ]
-        y = get_execute_ctx().malloc_output_tensor(0, [len(values)], DataType.DT_DOUBLE)
+        y = get_execute_ctx().malloc_output_tensor(0, StorageShape([len(values)], [len(values)]), StorageFormat(), DataType.DT_DOUBLE)
         y.data.cast("B")[:] = struct.pack(f"<{len(values)}d", *values)
 
 
@@ -86,7 +86,7 @@ def e2e_cast(x: TensorDesc, *, dtype: DataType) -> TensorDesc:
 @register_op_impl(op_type="E2eCast")
 class E2eCastImpl:
     def execute(self, x: Tensor, *, dtype: DataType) -> None:
-        get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, dtype)
+        get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, dtype)
 
 
 @register_op(op_type="E2eCopy")
@@ -97,7 +97,7 @@ def e2e_copy(x: TensorDesc) -> TensorDesc:
 @register_op_impl(op_type="E2eCopy")
 class E2eCopyImpl:
     def execute(self, x: Tensor) -> None:
-        y = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         _copy_bytes(x, y)
 
 
@@ -111,7 +111,7 @@ def e2e_float_only(x: TensorDesc) -> TensorDesc:
 @register_op_impl(op_type="E2eFloatOnly")
 class E2eFloatOnlyImpl:
     def execute(self, x: Tensor) -> None:
-        y = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         _copy_bytes(x, y)
 
 
@@ -124,7 +124,7 @@ def e2e_bad_shape(x: TensorDesc) -> TensorDesc:
 class E2eBadShapeImpl:
     def execute(self, x: Tensor) -> None:
         dims = x.storage_shape.dims
-        get_execute_ctx().malloc_output_tensor(0, dims[:-1] + [dims[-1] + 1], x.data_type)
+        get_execute_ctx().malloc_output_tensor(0, StorageShape(dims[:-1] + [dims[-1] + 1], dims[:-1] + [dims[-1] + 1]), StorageFormat(), x.data_type)
 
 
 @register_op(op_type="E2eRaise")
@@ -151,5 +151,5 @@ def e2e_print(x: TensorDesc) -> TensorDesc:
 class E2ePrintImpl:
     def execute(self, x: Tensor) -> None:
         print("e2e-stdout-marker", x.shape_size)
-        y = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         _copy_bytes(x, y)

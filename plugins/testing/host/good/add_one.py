@@ -3,7 +3,7 @@ import threading
 
 from ge.custom_op import get_execute_ctx, register_op, register_op_impl
 from ge.graph import DataType
-from ge.runtime import Tensor, TensorDesc
+from ge.runtime import StorageFormat, StorageShape, Tensor, TensorDesc
 
 
 @register_op(op_type="HostAddOne")
@@ -14,7 +14,7 @@ def add_one(x: TensorDesc) -> TensorDesc:
 @register_op_impl(op_type="HostAddOne")
 class AddOne:
     def execute(self, x: Tensor) -> None:
-        y = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         src = x.data.cast("B").cast("f")
         dst = y.data.cast("B").cast("f")
         for i in range(len(src)):
@@ -29,5 +29,5 @@ def thread_id(x: TensorDesc) -> TensorDesc:
 @register_op_impl(op_type="HostThreadId")
 class ThreadId:
     def execute(self, x: Tensor) -> None:
-        y = get_execute_ctx().malloc_output_tensor(0, [1], DataType.DT_UINT64)
+        y = get_execute_ctx().malloc_output_tensor(0, StorageShape([1], [1]), StorageFormat(), DataType.DT_UINT64)
         y.data.cast("B").cast("Q")[0] = threading.get_ident()

@@ -11,7 +11,7 @@ def add_two(x: TensorDesc) -> TensorDesc:
 @register_op_impl(op_type="HostAddTwo")
 class AddTwo:
     def execute(self, x: Tensor) -> None:
-        y = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         src = x.data.cast("B").cast("f")
         dst = y.data.cast("B").cast("f")
         for i in range(len(src)):

@@ -25,7 +25,7 @@ def launch_both(x: TensorDesc) -> TensorDesc:
 class LaunchBoth:
     def execute(self, x: Tensor) -> None:
         _log("execute")
-        y = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         src, dst = x.data.cast("B").cast("f"), y.data.cast("B").cast("f")
         for i in range(len(src)):
             dst[i] = src[i] - 100.0

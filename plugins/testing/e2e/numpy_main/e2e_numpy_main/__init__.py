@@ -6,7 +6,7 @@ import numpy as np
 
 from ge.custom_op import get_execute_ctx, register_op, register_op_impl
 from ge.graph import DataType
-from ge.runtime import Tensor, TensorDesc
+from ge.runtime import StorageFormat, StorageShape, Tensor, TensorDesc
 
 CHECKS = [
     "asarray(input) points at the tensor's address",
@@ -28,7 +28,7 @@ def e2e_numpy_zero_copy(x: TensorDesc) -> TensorDesc:
 class E2eNumpyZeroCopyImpl:
     def execute(self, x: Tensor) -> None:
         a = np.asarray(x)
-        y = get_execute_ctx().malloc_output_tensor(0, [len(CHECKS)], DataType.DT_FLOAT)
+        y = get_execute_ctx().malloc_output_tensor(0, StorageShape([len(CHECKS)], [len(CHECKS)]), StorageFormat(), DataType.DT_FLOAT)
         ay = np.asarray(y)
         ay[3] = 5.25
         numpy_write_seen = y.data.cast("B").cast("f")[3] == 5.25

@@ -4,7 +4,7 @@ import sys
 
 from ge.custom_op import get_execute_ctx, register_op, register_op_impl
 from ge.graph import DataType
-from ge.runtime import Tensor, TensorDesc
+from ge.runtime import StorageFormat, StorageShape, Tensor, TensorDesc
 
 
 @register_op(op_type="HostWhichInterp")
@@ -17,4 +17,4 @@ class Impl:
     def execute(self, x: Tensor) -> None:
         import _xxsubinterpreters as si
         main = si.get_current() == si.get_main()
-        get_execute_ctx().malloc_output_tensor(0, [1], DataType.DT_FLOAT).data.cast("B").cast("f")[0] = 1.0 if main else 0.0
+        get_execute_ctx().malloc_output_tensor(0, StorageShape([1], [1]), StorageFormat(), DataType.DT_FLOAT).data.cast("B").cast("f")[0] = 1.0 if main else 0.0

@@ -13,5 +13,5 @@ def proto(x: TensorDesc) -> TensorDesc:
 @register_op_impl(op_type="HostNpAddOne")
 class Impl:
     def execute(self, x: Tensor) -> None:
-        y = get_execute_ctx().malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         np.asarray(y)[...] = np.asarray(x) + np.float32(1)
