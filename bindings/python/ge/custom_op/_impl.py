@@ -1,7 +1,7 @@
 """Operator implementations: ``register_op_impl`` and the implementation registry.
 
-GE's ``register_op_impl(*, op_type)`` (share/docs/plugin-api.md,
-"Implementations"). The decorator reflects a class's callback methods, in the
+GE's ``register_op_impl(*, op_type)`` (share/docs/plugin-authors.md,
+"The implementation"). The decorator reflects a class's callback methods, in the
 fixed order ``execute`` -> ``"eager_execute"``, ``compile`` -> ``"compilable"``,
 ``declare_launch_args`` -> ``"annotated_args"``, records a frozen
 :class:`OpImplDescriptor` in a per-interpreter registry and sets it on the class

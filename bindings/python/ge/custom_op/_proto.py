@@ -275,7 +275,7 @@ class OpOutput(FrozenRecord):
 class OpAttr(FrozenRecord):
     """One attribute of a prototype.
 
-    ``type`` is a ``VT_*`` string (share/docs/plugin-api.md, attribute types);
+    ``type`` is a ``VT_*`` string (share/docs/plugin-authors.md, "The prototype");
     ``is_required`` is True when the prototype gives no default (``default`` is
     then None). A list default is frozen into tuples (nested for
     VT_LIST_LIST_INT) when the record is made, so the record never shares a
@@ -670,7 +670,7 @@ def register_op(*, op_type: str, mutates_args: Sequence[Any] = ()):
     """Decorator registering a prototype / infer_meta function (GE's ``register_op``).
 
     The function's signature is the operator's canonical IR
-    (share/docs/plugin-api.md, "Prototypes"): positional parameters are inputs
+    (share/docs/plugin-authors.md, "The prototype"): positional parameters are inputs
     (``TensorDesc`` required, ``Optional[TensorDesc]`` optional,
     ``List[TensorDesc]`` dynamic; no defaults), keyword-only parameters are
     attributes typed by annotation (a default must have exactly that type),

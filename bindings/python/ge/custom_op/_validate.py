@@ -1,6 +1,6 @@
 """Signature validation of implementation callbacks against the canonical IR.
 
-GE's rules (share/docs/plugin-api.md, "Signature validation"). The schema-bound
+GE's rules (share/docs/plugin-authors.md, "The implementation"). The schema-bound
 callbacks must look like::
 
     execute(self, <inputs...>, *, <attrs...>) -> None
@@ -96,7 +96,7 @@ _KIND_NAMES = {_sig.POSITIONAL_ONLY: "POSITIONAL_ONLY", _sig.POSITIONAL_OR_KEYWO
 def validate_impl(descriptor: Any, method_name: str, proto: Any) -> None:
     """Validate one schema-bound callback of an implementation class against its IR.
 
-    The rules are GE's (share/docs/plugin-api.md, "Signature validation"):
+    The rules are GE's (share/docs/plugin-authors.md, "The implementation"):
     ``execute(self, <inputs...>, *, <attrs...>) -> None`` and
     ``compile`` / ``declare_launch_args(self, <inputs...>, <outputs...>, *,
     <attrs...>) -> None``, checked in this order: no ``*args``/``**kwargs``;

@@ -2,7 +2,7 @@
 
 * :func:`register_op` (the same object as ``ge.custom_op.register_op``)
   declares a prototype: the function's signature is the operator's canonical
-  IR and the function is its infer_meta (share/docs/plugin-api.md).
+  IR and the function is its infer_meta (share/docs/plugin-authors.md, "The prototype").
 * :class:`InputType` (REQUIRED 0, OPTIONAL 1, DYNAMIC 2) and
   :class:`OutputType` (REQUIRED 0, DYNAMIC 1): GE's kind numbering.
 * Frozen records :class:`OpInput`, :class:`OpAttr`, :class:`OpOutput`,
