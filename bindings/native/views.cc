@@ -198,8 +198,17 @@ bp::object NewExpandView(ge::ExpandDimsType* e, const std::shared_ptr<void>& kee
 
 // ---- StorageFormat ------------------------------------------------------------
 
+// A Format argument: a ge.graph.Format member or a plain int, in the range of
+// the C++ enum. Another IntEnum (a DataType) is a TypeError, not silently a format.
 ge::Format FormatArg(bp::object obj, const std::string& what) {
+  if (Py_TYPE(obj.ptr()) != &PyLong_Type) {
+    bp::object fmt_cls = bp::import("ge.graph").attr("Format");
+    const int is_fmt = PyObject_IsInstance(obj.ptr(), fmt_cls.ptr());
+    if (is_fmt < 0) bp::throw_error_already_set();
+    if (is_fmt == 0) RaiseTypeError(what + " must be a Format (ge.graph.Format) or an int, got " + Py_TYPE(obj.ptr())->tp_name);
+  }
   int64_t v = IntArg(obj, what);
+  if (v < 0 || v > INT32_MAX) RaiseValueError(what + " must be in [0, 2147483647], got " + std::to_string(v));
   return static_cast<ge::Format>(v);
 }
 
@@ -734,9 +743,10 @@ bp::object DataTypeEnum(int value) { return EnumMember("ge.graph", "DataType", v
 bp::object FormatEnum(int value) { return EnumMember("ge.graph", "Format", value); }
 
 ge::DataType DataTypeArg(bp::object obj, const std::string& what, bool strict_enum) {
-  // Not strict: any int but bool (a DataType is an IntEnum, so an int), with
-  // no module lookup on this path (malloc_output_tensor calls it per output).
-  bool accepted = !strict_enum && PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr());
+  // Not strict: a plain int is accepted with no module lookup (the fast path of
+  // malloc_output_tensor, per output); any other int subclass must be a
+  // DataType, so that a Format member is never taken for a dtype.
+  bool accepted = !strict_enum && Py_TYPE(obj.ptr()) == &PyLong_Type;
   if (!accepted) {
     bp::object dt_cls = bp::import("ge.graph").attr("DataType");
     const int is_enum = PyObject_IsInstance(obj.ptr(), dt_cls.ptr());

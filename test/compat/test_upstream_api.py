@@ -336,3 +336,12 @@ def test_expand_dims_type_full_size_and_set_expand_index():
     assert rule.is_expand_index(2) and rule.rule == "101"
     with pytest.raises(ValueError, match="full_size"):
         rule.set_expand_index(3)
+
+
+@pytest.mark.parametrize(("args", "exc"), [
+    ((0, 2**40), ValueError), ((-1,), ValueError), ((DataType.DT_INT32,), TypeError),
+])
+def test_storage_format_refuses_out_of_range_formats_and_other_enums(args, exc):
+    from ge.runtime import StorageFormat
+    with pytest.raises(exc, match="format"):
+        StorageFormat(*args)

@@ -76,7 +76,10 @@ def test_execute_context_methods_of_ge():
         for what, call in (("bad_output", lambda: ctx.get_output_tensor(5)),
                            ("bad_input", lambda: ctx.get_input_tensor(9)),
                            ("bad_dynamic", lambda: ctx.get_dynamic_input_tensor(2, 7)),
-                           ("bad_alloc", lambda: ctx.malloc_output_tensor(3, x.shape, x.format, x.data_type))):
+                           ("bad_alloc", lambda: ctx.malloc_output_tensor(3, x.shape, x.format, x.data_type)),
+                           ("format_as_dtype", lambda: ctx.malloc_output_tensor(0, x.shape, Format.FORMAT_NCHW)),
+                           ("dtype_as_format", lambda: ctx.malloc_output_tensor(0, x.shape, x.data_type,
+                                                                                x.data_type))):
             try:
                 call()
                 seen[what] = "no error"
@@ -90,7 +93,8 @@ def test_execute_context_methods_of_ge():
     assert y.tolist() == [1.0, 2.0]
     assert seen == {"format": Format.FORMAT_NCHW, "same_output": True, "required": True, "optional": None,
                     "dyn_num": 2, "dyn1": True, "workspace": True, "stream": True, "bad_output": "RuntimeError",
-                    "bad_input": "RuntimeError", "bad_dynamic": "RuntimeError", "bad_alloc": "RuntimeError"}
+                    "bad_input": "RuntimeError", "bad_dynamic": "RuntimeError", "bad_alloc": "RuntimeError",
+                    "format_as_dtype": "TypeError", "dtype_as_format": "TypeError"}
 
 
 def test_an_output_not_yet_allocated_is_a_runtime_error():
