@@ -790,6 +790,8 @@ def _setters(t):
         ("format.set_origin_format", lambda: t.format.set_origin_format(Format.FORMAT_NHWC)),
         ("format.set_storage_format", lambda: t.format.set_storage_format(Format.FORMAT_NHWC)),
         ("format.set_expand_dims_type", lambda: t.format.set_expand_dims_type(ExpandDimsType("1"))),
+        ("expand_dims_type.set_expand_index", lambda: t.expand_dims_type.set_expand_index(0)),
+        ("format.expand_dims_type.set_expand_index", lambda: t.format.expand_dims_type.set_expand_index(0)),
     ]
 
 
@@ -860,7 +862,7 @@ def test_tensor_data_in_compile_is_a_clear_runtime_error():
     assert seen == {"x": "RuntimeError", "y": "RuntimeError", "meta": ([2, 2], DataType.DT_INT16, 4)}
 
 
-def test_expand_dims_read_is_a_snapshot():
+def test_expand_dims_read_is_a_read_only_view():
     seen = {}
     d = desc([3, 4])
     d.format.set_expand_dims_type(ExpandDimsType("1010"))
@@ -869,18 +871,29 @@ def test_expand_dims_read_is_a_snapshot():
     def compile_fn(self, x: Tensor, y: Tensor) -> None:
         seen["edt"] = x.expand_dims_type
         seen["via_format"] = x.format.expand_dims_type
-        seen["rule_inside"] = x.expand_dims_type.rule
         seen["fmt"] = x.format
+        for key in ("edt", "via_format"):
+            edt = seen[key]
+            seen[f"{key}.inside"] = (isinstance(edt, ExpandDimsType), edt.rule, edt == ExpandDimsType("1010"),
+                                     edt.full_size, edt.is_expand_index(0), edt.is_expand_index(1))
+            try:
+                edt.set_expand_index(1)
+                seen[f"{key}.set"] = "accepted"
+            except RuntimeError as e:
+                seen[f"{key}.set"] = "read-only" if READ_ONLY in str(e) else f"RuntimeError: {e}"
+        seen["rule_after_set"] = x.expand_dims_type.rule
 
     define_unary("Edt", compile_fn)
     run_compile("Edt", [d], outputs=[desc([3, 4])])
-    assert seen["rule_inside"] == "1010"
-    # owned values: usable after the callback, when the views they came from have expired
     for key in ("edt", "via_format"):
-        assert isinstance(seen[key], ExpandDimsType)
-        assert seen[key].rule == "1010" and seen[key] == ExpandDimsType("1010")
-        assert seen[key].is_expand_index(0) and not seen[key].is_expand_index(1)
+        assert seen[f"{key}.inside"] == (True, "1010", True, 4, True, False)
+        assert seen[f"{key}.set"] == "read-only"
+    assert seen["rule_after_set"] == "1010"
+    # views (not snapshots): they expire with the callback
+    expired(lambda: seen["edt"].rule)
+    expired(lambda: seen["via_format"].rule)
     expired(lambda: seen["fmt"].expand_dims_type)
+    assert d.format.expand_dims_type.rule == "1010"
 
 
 def test_input_descs_are_not_changed_by_compile():

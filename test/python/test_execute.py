@@ -10,8 +10,8 @@ import pytest
 
 import ge.custom_op
 from ge.custom_op import get_execute_ctx, register_op, register_op_impl
-from ge.graph import DataType
-from ge.runtime import Shape, StorageFormat, StorageShape, Tensor, TensorDesc
+from ge.graph import DataType, Format
+from ge.runtime import ExpandDimsType, Shape, StorageFormat, StorageShape, Tensor, TensorDesc
 from ge.testing import HostTensor, host_tensor, run_execute
 
 EXPIRED = "Borrowed native object has expired"
@@ -109,13 +109,43 @@ def test_ctx_get_input_tensor_follows_the_flattened_instances():
         def execute(self, xs: List[Tensor], y: Tensor) -> None:
             ctx = get_execute_ctx()
             seen["values"] = [ctx.get_input_tensor(i).data.tolist() for i in range(ctx.get_input_num())]
-            with pytest.raises(IndexError):
+            with pytest.raises(RuntimeError, match=r"input index 3 out of range: the node has 3 input instance\(s\)"):
                 ctx.get_input_tensor(ctx.get_input_num())
-            seen["out_before"] = ctx.get_output_tensor(0)
-            alloc_like(y)
+            # an output not allocated yet is an error (no longer None)
+            with pytest.raises(RuntimeError, match="output 0 is unavailable: allocate it first"):
+                ctx.get_output_tensor(0)
+            y_out = alloc_like(y)
+            seen["out_after"] = ctx.get_output_tensor(0).addr == y_out.addr
 
     run_execute("Flat", [[f32(1.0), f32(2.0)], f32(3.0)])
-    assert seen == {"values": [[1.0], [2.0], [3.0]], "out_before": None}
+    assert seen == {"values": [[1.0], [2.0], [3.0]], "out_after": True}
+
+
+def test_ctx_ir_indexed_input_getters():
+    seen = {}
+
+    @register_op(op_type="IrGet")
+    def proto(x: TensorDesc, opt: Optional[TensorDesc], xs: List[TensorDesc]) -> TensorDesc:
+        return x
+
+    @register_op_impl(op_type="IrGet")
+    class Impl:
+        def execute(self, x: Tensor, opt: Optional[Tensor], xs: List[Tensor]) -> None:
+            ctx = get_execute_ctx()
+            seen["required"] = ctx.get_required_input_tensor(0).data.tolist()
+            seen["optional_absent"] = ctx.get_optional_input_tensor(1)
+            seen["dynamic_num"] = ctx.get_dynamic_input_num(2)
+            seen["dynamic"] = [ctx.get_dynamic_input_tensor(2, i).data.tolist()
+                               for i in range(ctx.get_dynamic_input_num(2))]
+            with pytest.raises(RuntimeError, match="required input 1 is unavailable"):
+                ctx.get_required_input_tensor(1)
+            with pytest.raises(RuntimeError, match="dynamic input 2 has no instance 5"):
+                ctx.get_dynamic_input_tensor(2, 5)
+            alloc_like(x)
+
+    run_execute("IrGet", [f32(1.0), None, [f32(2.0), f32(3.0)]])
+    assert seen == {"required": [1.0], "optional_absent": None, "dynamic_num": 2,
+                    "dynamic": [[2.0], [3.0]]}
 
 
 ALL_ATTRS = dict(
@@ -335,7 +365,7 @@ def _stash_everything(stash):
         ctx = get_execute_ctx()
         y = ctx.malloc_output_tensor(0, [1], DataType.DT_FLOAT)
         stash.update(x=x, listed=xs[0], shape=x.shape, storage_shape=x.storage_shape, origin=x.origin_shape,
-                     format=x.format, ctx=ctx, y=y, data=x.data, ydata=y.data, ws=ctx.malloc_workspace(8),
+                     format=x.format, ctx=ctx, y=y, data=x.data, ydata=y.data, ws=ctx.malloc_workspace_buffer(8),
                      copied=contextvars.copy_context())
         if stash.get("raise"):
             raise KeyError("after stashing")
@@ -364,6 +394,7 @@ def _assert_all_expired(st):
     expired(lambda: st["ctx"].get_input_tensor(0))
     expired(lambda: st["ctx"].malloc_output_tensor(0, [1], DataType.DT_FLOAT))
     expired(lambda: st["ctx"].malloc_workspace(4))
+    expired(lambda: st["ctx"].malloc_workspace_buffer(4))
     expired(lambda: st["y"].data)
     for key in ("data", "ydata", "ws"):
         with pytest.raises(ValueError, match="released"):
@@ -470,14 +501,15 @@ def test_copied_context_sees_the_binding_only_while_execute_runs():
 
 # ---- malloc_output_tensor / make_output_ref_input / malloc_workspace ---------------------------
 
-def test_malloc_output_tensor_index_out_of_range_is_index_error():
+def test_malloc_output_tensor_index_out_of_range_is_runtime_error():
     seen = {}
 
     def execute(self, x: Tensor) -> None:
         ctx = get_execute_ctx()
-        with pytest.raises(IndexError):
+        with pytest.raises(RuntimeError, match=r"malloc_output_tensor\(1\): output index 1 out of range: "
+                                               r"the node has 1 output\(s\)"):
             ctx.malloc_output_tensor(1, [1], DataType.DT_FLOAT)
-        with pytest.raises(IndexError):
+        with pytest.raises(RuntimeError, match=r"output index 1 out of range: the node has 1 output instance\(s\)"):
             ctx.get_output_tensor(1)
         seen["ok"] = True
         alloc_like(x)
@@ -511,11 +543,11 @@ def test_malloc_output_tensor_bad_arguments():
             ctx.malloc_output_tensor(-1, [1], DataType.DT_FLOAT)
         with pytest.raises(TypeError):
             ctx.malloc_output_tensor(0, "1", DataType.DT_FLOAT)
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="output shape has 9 dims, more than the maximum dimension count 8"):
             ctx.malloc_output_tensor(0, [1] * 9, DataType.DT_FLOAT)
-        with pytest.raises(ValueError):
+        with pytest.raises(RuntimeError, match=r"malloc_output_tensor\(0\): output shape \[-2\] has a negative dim"):
             ctx.malloc_output_tensor(0, [-2], DataType.DT_FLOAT)
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=r"must be less than DataType.DT_MAX \(29\), got 29"):
             ctx.malloc_output_tensor(0, [1], DataType.DT_MAX)
         y = ctx.malloc_output_tensor(0, StorageShape([2, 2], [4]), DataType.DT_INT8)
         seen.update(storage=y.storage_shape.dims, origin=y.origin_shape.dims, zero=y.data.tobytes())
@@ -524,6 +556,24 @@ def test_malloc_output_tensor_bad_arguments():
     (out,) = run_execute("BadOut", [f32(1.0, 2.0, 3.0, 4.0)])
     assert seen == {"storage": [4], "origin": [2, 2], "zero": b"\0" * 4}
     assert out.shape == [4]
+
+
+def test_malloc_output_tensor_with_storage_format():
+    seen = {}
+
+    def execute(self, x: Tensor) -> None:
+        ctx = get_execute_ctx()
+        fmt = StorageFormat(Format.FORMAT_NCHW, Format.FORMAT_ND, ExpandDimsType("1"))
+        y = ctx.malloc_output_tensor(0, [2], fmt, DataType.DT_FLOAT)  # the upstream form
+        seen.update(origin_format=y.format.origin_format, storage_format=y.format.storage_format,
+                    rule=y.expand_dims_type.rule, dims=y.storage_shape.dims, dtype=y.data_type,
+                    same=ctx.get_output_tensor(0).addr == y.addr)
+
+    define_unary("FmtOut", execute)
+    (out,) = run_execute("FmtOut", [f32(1.0, 2.0)])
+    assert seen == {"origin_format": Format.FORMAT_NCHW, "storage_format": Format.FORMAT_ND, "rule": "1",
+                    "dims": [2], "dtype": DataType.DT_FLOAT, "same": True}
+    assert out.shape == [2]
 
 
 def test_output_not_allocated_is_runtime_error_as_in_the_host():
@@ -545,7 +595,8 @@ def test_make_output_ref_input_aliases_the_input():
     @register_op_impl(op_type="InPlace")
     class Impl:
         def execute(self, x: Tensor) -> None:
-            with pytest.raises(IndexError):
+            with pytest.raises(RuntimeError, match=r"make_output_ref_input\(0, 5\): input index 5 out of range: "
+                                                   r"the node has 1 input\(s\)"):
                 get_execute_ctx().make_output_ref_input(0, 5)
             y = get_execute_ctx().make_output_ref_input(0, 0)
             seen["same_addr"] = y.addr == x.addr
@@ -562,19 +613,25 @@ def test_malloc_workspace():
 
     def execute(self, x: Tensor) -> None:
         ctx = get_execute_ctx()
-        ws = ctx.malloc_workspace(32)
+        addr = ctx.malloc_workspace(32)  # upstream: the address, an int
+        seen.update(addr_type=type(addr), addr_zero=ctypes.string_at(addr, 32) == bytes(32))
+        ctypes.memmove(addr, b"wxyz", 4)
+        seen["addr_back"] = ctypes.string_at(addr, 4)
+        ws = ctx.malloc_workspace_buffer(32)  # the writable memoryview form
         seen.update(len=len(ws), readonly=ws.readonly, zero=bytes(ws) == bytes(32))
         ws[:4] = b"abcd"
         seen["back"] = bytes(ws[:4])
-        with pytest.raises(ValueError):
-            ctx.malloc_workspace(0)
-        with pytest.raises(TypeError):
-            ctx.malloc_workspace(1.5)
+        for alloc in (ctx.malloc_workspace, ctx.malloc_workspace_buffer):
+            with pytest.raises(ValueError, match="workspace size must be positive, got 0"):
+                alloc(0)
+            with pytest.raises(TypeError, match="workspace size must be an int, got float"):
+                alloc(1.5)
         alloc_like(x)
 
     define_unary("Ws", execute)
     run_execute("Ws", [f32(1.0)])
-    assert seen == {"len": 32, "readonly": False, "zero": True, "back": b"abcd"}
+    assert seen == {"addr_type": int, "addr_zero": True, "addr_back": b"wxyz",
+                    "len": 32, "readonly": False, "zero": True, "back": b"abcd"}
 
 
 # ---- run_execute checks what the host checks ---------------------------------------------------

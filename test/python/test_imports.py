@@ -128,13 +128,21 @@ def test_records_still_behave_like_frozen_dataclasses_when_asked():
             assert type(exc) is dataclasses.FrozenInstanceError, type(exc)
             assert str(exc) == "cannot assign to field 'op_type'", exc
         else:
-            raise AssertionError("OpProto is not frozen")
+            raise AssertionError("OpProtoDescriptor is not frozen")
         attr = proto.attrs[1]
         assert dataclasses.is_dataclass(attr)
-        assert [f.name for f in dataclasses.fields(attr)] == ["name", "type", "required", "default"]
-        assert dataclasses.asdict(attr) == {"name": "k", "type": "VT_INT", "required": False,
-                                            "default": 3}
-        assert dataclasses.replace(attr, name="j") == _proto.IrAttr("j", "VT_INT", False, 3)
+        assert [f.name for f in dataclasses.fields(attr)] == ["name", "index", "type", "is_required",
+                                                              "default"]
+        assert dataclasses.asdict(attr) == {"name": "k", "index": 1, "type": "VT_INT",
+                                            "is_required": False, "default": 3}
+        assert dataclasses.replace(attr, name="j") == _proto.OpAttr("j", 1, "VT_INT", False, 3)
+        # The host's internal IR records (canonical_ir) behave the same way.
+        ir_attr = _proto.canonical_ir(proto).attrs[1]
+        assert dataclasses.is_dataclass(ir_attr)
+        assert [f.name for f in dataclasses.fields(ir_attr)] == ["name", "type", "required", "default"]
+        assert dataclasses.asdict(ir_attr) == {"name": "k", "type": "VT_INT", "required": False,
+                                               "default": 3}
+        assert dataclasses.replace(ir_attr, name="j") == _proto.IrAttr("j", "VT_INT", False, 3)
     """)
     _run(code)
 
@@ -174,7 +182,7 @@ class NoTypingImpl:
 
 
 @register_op(op_type="NoTypingSingle")
-def no_typing_single(x: TensorDesc, y: None | TensorDesc = None) -> TensorDesc:
+def no_typing_single(x: TensorDesc, y: None | TensorDesc) -> TensorDesc:
     return x
 
 
@@ -200,7 +208,7 @@ try:
     def no_typing_bad(x: list[TensorDesc] | None) -> None:
         pass
 except TypeError as exc:
-    assert "unsupported annotation list[" in str(exc) and "] | None on input 'x'" in str(exc), exc
+    assert "unsupported input annotation for 'x': list[" in str(exc) and "] | None" in str(exc), exc
 else:
     raise AssertionError("register_op accepted list[TensorDesc] | None")
 
@@ -221,7 +229,8 @@ class NoTypingBadImpl:
 try:
     _host.collect(before)
 except TypeError as exc:
-    assert "expected annotation Tensor, actual " in str(exc) and "Tensor | None" in str(exc), exc
+    assert ("expected input parameter at index 0 annotation Tensor, actual " in str(exc)
+            and "Tensor | None" in str(exc)), exc
 else:
     raise AssertionError("collect accepted a mismatching execute")
 assert _host.snapshot() == before

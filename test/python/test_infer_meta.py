@@ -5,7 +5,7 @@ import pytest
 
 from ge.custom_op import register_op
 from ge.custom_op import proto as proto_mod
-from ge.custom_op._proto import call_infer_meta
+from ge.custom_op._proto import call_infer_meta, canonical_ir
 from ge.graph import DataType
 from ge.runtime import TensorDesc
 
@@ -66,8 +66,8 @@ def test_single_wrong_type(raises):
     def f(x: TensorDesc) -> TensorDesc:
         return [x]
 
-    with raises(TypeError, "op_type 'Op'", "output 'output0'", "expected TensorDesc",
-                "actual list"):
+    with raises(TypeError, "infer_meta output[0] must be TensorDesc, got list "
+                "(op_type 'Op', output 'output0')"):
         call_infer_meta(get(), [td(1)], {})
 
 
@@ -76,7 +76,8 @@ def test_single_returning_none(raises):
     def f(x: TensorDesc) -> TensorDesc:
         return None
 
-    with raises(TypeError, "op_type 'Op'", "output 'output0'", "actual NoneType"):
+    with raises(TypeError, "infer_meta output[0] must be TensorDesc, got NoneType "
+                "(op_type 'Op', output 'output0')"):
         call_infer_meta(get(), [td(1)], {})
 
 
@@ -85,17 +86,28 @@ def test_none_form_returning_value(raises):
     def f(x: TensorDesc) -> None:
         return x
 
-    with raises(TypeError, "op_type 'Op'", "expected None"):
+    with raises(TypeError, "infer_meta of op_type 'Op' has no outputs and must return None, "
+                "got TensorDesc"):
         call_infer_meta(get(), [td(1)], {})
+
+
+def test_dynamic_output_may_be_a_tuple():
+    a, b = td(1), td(2)
+
+    @register_op(op_type="Op")
+    def f(x: TensorDesc) -> List[TensorDesc]:
+        return (a, b)
+
+    assert call_infer_meta(get(), [td(1)], {}) == [(0, a), (0, b)]
 
 
 def test_dynamic_not_a_list(raises):
     @register_op(op_type="Op")
     def f(x: TensorDesc) -> List[TensorDesc]:
-        return (x,)
+        return x
 
-    with raises(TypeError, "op_type 'Op'", "dynamic output 'output0'", "expected a list",
-                "actual tuple"):
+    with raises(TypeError, "infer_meta output[0] is dynamic, must return list, got TensorDesc "
+                "(op_type 'Op', output 'output0')"):
         call_infer_meta(get(), [td(1)], {})
 
 
@@ -104,17 +116,28 @@ def test_dynamic_item_wrong_type(raises):
     def f(x: TensorDesc) -> List[TensorDesc]:
         return [x, 3]
 
-    with raises(TypeError, "op_type 'Op'", "dynamic output 'output0'", "instance 1",
-                "actual int"):
+    with raises(TypeError, "infer_meta output[0] must be TensorDesc, got int at instance 1 "
+                "(op_type 'Op', dynamic output 'output0')"):
         call_infer_meta(get(), [td(1)], {})
+
+
+def test_multiple_outputs_may_be_a_list():
+    a, b = td(1), td(2)
+
+    @register_op(op_type="Op")
+    def f(x: TensorDesc) -> Tuple[TensorDesc, TensorDesc]:
+        return [a, b]
+
+    assert call_infer_meta(get(), [td(1)], {}) == [(0, a), (1, b)]
 
 
 def test_tuple_form_wrong_container(raises):
     @register_op(op_type="Op")
     def f(x: TensorDesc) -> Tuple[TensorDesc, TensorDesc]:
-        return [x, x]
+        return x
 
-    with raises(TypeError, "op_type 'Op'", "expected a tuple of 2 outputs", "actual list"):
+    with raises(TypeError, "infer_meta must return list/tuple for multiple outputs, got "
+                "TensorDesc (op_type 'Op' has 2 outputs: output0, output1)"):
         call_infer_meta(get(), [td(1)], {})
 
 
@@ -124,7 +147,8 @@ def test_tuple_wrong_count(raises, count):
     def f(x: TensorDesc) -> Tuple[TensorDesc, TensorDesc]:
         return (x,) * count
 
-    with raises(TypeError, "op_type 'Op'", "expected 2 outputs (x, output1)", f"actual {count}"):
+    with raises(TypeError, f"infer_meta return count {count} != output count 2 "
+                "(op_type 'Op': x, output1)"):
         call_infer_meta(get(), [td(1)], {})
 
 
@@ -133,7 +157,8 @@ def test_tuple_element_wrong_type_names_output(raises):
     def f(x: TensorDesc) -> Tuple[TensorDesc, List[TensorDesc]]:
         return x, x
 
-    with raises(TypeError, "op_type 'Op'", "dynamic output 'output1'", "actual"):
+    with raises(TypeError, "infer_meta output[1] is dynamic, must return list, got TensorDesc "
+                "(op_type 'Op', output 'output1')"):
         call_infer_meta(get(), [td(1)], {})
 
 
@@ -144,8 +169,8 @@ def test_wrong_dynamic_instance_count(raises, key):
         return x, ys[:1]
 
     y1, y2 = td(1), td(2)
-    with raises(TypeError, "op_type 'Op'", "dynamic output 'ys'", "expected 2 instances",
-                "actual 1"):
+    with raises(TypeError, "infer_meta output[1] instance count mismatch: expected 2, actual 1 "
+                "(op_type 'Op', dynamic output 'ys')"):
         call_infer_meta(get(), [td(0), [y1, y2]], {}, dynamic_output_counts={key: 2})
     assert call_infer_meta(get(), [td(0), [y1]], {}, dynamic_output_counts={key: 1})[1] == (1, y1)
 
@@ -187,3 +212,14 @@ def test_registered_function_is_directly_callable():
 
     out = f(td(0), k=5)
     assert isinstance(out, TensorDesc)
+
+
+def test_accepts_descriptor_or_canonical_ir():
+    a = td(1)
+
+    @register_op(op_type="Op")
+    def f(x: TensorDesc) -> TensorDesc:
+        return x
+
+    assert call_infer_meta(get(), [a], {}) == [(0, a)]
+    assert call_infer_meta(canonical_ir(get()), [a], {}) == [(0, a)]

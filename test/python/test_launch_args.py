@@ -23,7 +23,7 @@ from ge_test_helpers import EXPIRED, desc, expect, expired
 
 READ_ONLY = "borrowed object is read-only"
 CONSUMED = "has been consumed"
-OUTSIDE = "only available inside schema-bound declare_launch_args"
+OUTSIDE = "get_declare_launch_args_ctx() is only available inside declare_launch_args ("
 BIN = b"\x7fELF not loaded by ge.testing"  # declarations only record the bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,7 +190,8 @@ def test_malloc_workspace_zero_is_value_error_and_sizes_are_recorded():
     def body(ctx, x, y, z):
         seen["zero"] = expect(ValueError, lambda: ctx.malloc_workspace(0))
         w1, w2 = ctx.malloc_workspace(64), ctx.malloc_workspace(3)
-        seen.update(types=(type(w1), type(w2)), sizes=(w1.size, w2.size), indexes=(w1.index, w2.index))
+        seen.update(types=(type(w1), type(w2)), sizes=(w1.size, w2.size), indexes=(w1.index, w2.index),
+                    addr_types=(type(w1.addr), type(w2.addr)))
         args = ctx.create_kernel_args()
         args.append_workspace(w2)
         args.append_workspace(w1)
@@ -199,6 +200,7 @@ def test_malloc_workspace_zero_is_value_error_and_sizes_are_recorded():
     plan = run_body(body)
     assert seen["types"] == (WorkspaceAddr, WorkspaceAddr)
     assert seen["sizes"] == (64, 3) and seen["indexes"] == (0, 1)
+    assert seen["addr_types"] == (int, int)
     assert plan["workspaces"] == [64, 3]  # a refused size reserved nothing
     assert plan["launches"][0]["args"] == [("workspace", 1), ("workspace", 0)]
 
@@ -613,19 +615,20 @@ BAD_SIGNATURES = {
     "too_many": ("def declare_launch_args(self, x: Tensor, y: Tensor, z: Tensor, *, alpha: int) -> None: pass",
                  "expected 2 positional"),
     "variadic": ("def declare_launch_args(self, x: Tensor, y: Tensor, *args, alpha: int) -> None: pass",
-                 "variadic"),
+                 "expected no variadic parameters, actual variadic parameter args"),
     "kwargs": ("def declare_launch_args(self, x: Tensor, y: Tensor, *, alpha: int, **kw) -> None: pass",
-               "variadic"),
+               "expected no variadic parameters, actual variadic parameter kw"),
     "attr_not_keyword_only": ("def declare_launch_args(self, x: Tensor, y: Tensor, alpha: int) -> None: pass",
-                              "expected"),
+                              "expected keyword-only attr parameter alpha, actual parameter alpha kind "
+                              "POSITIONAL_OR_KEYWORD"),
     "wrong_attr_name": ("def declare_launch_args(self, x: Tensor, y: Tensor, *, beta: int) -> None: pass",
                         "expected attr name alpha"),
     "wrong_annotation": ("def declare_launch_args(self, x: List[Tensor], y: Tensor, *, alpha: int) -> None: pass",
-                         "expected"),
+                         "expected input parameter at index 0 annotation Tensor, actual "),
     "return_annotation": ("def declare_launch_args(self, x: Tensor, y: Tensor, *, alpha: int) -> int: pass",
-                          "expected None"),
+                          "expected None return annotation, actual int"),
     "no_return_annotation": ("def declare_launch_args(self, x: Tensor, y: Tensor, *, alpha: int): pass",
-                             "expected None"),
+                             "expected None return annotation, actual missing return annotation"),
 }
 
 
@@ -643,8 +646,9 @@ def _bad_impl(case, ran):
 def test_invalid_declare_signature_through_ge_testing(case):
     ran = []
     _bad_impl(case, ran)
-    err = expect(TypeError, lambda: run_declare_launch_args("SigBadL", [desc([1])]), "SigBadL",
-                 "declare_launch_args", "expected", "actual", BAD_SIGNATURES[case][1])
+    err = expect(TypeError, lambda: run_declare_launch_args("SigBadL", [desc([1])]),
+                 "invalid declare_launch_args signature for op type SigBadL, descriptor key ",
+                 ":Impl:SigBadL, method declare_launch_args: expected ", BAD_SIGNATURES[case][1])
     assert ":Impl:SigBadL" in str(err)  # the descriptor key
     assert ran == []
 
@@ -672,18 +676,22 @@ def test_good_declare_signature_is_collected_at_load(exec_plugin):
 
 
 @pytest.mark.parametrize("bad, fragment", [
-    ("def declare_launch_args(self, x: Tensor, y: Tensor, *, alpha: int) -> None: pass", "expected 3 positional"),
-    ("def declare_launch_args(self, x: Tensor, y: Tensor, out: Tensor, *a, alpha: int) -> None: pass", "variadic"),
+    ("def declare_launch_args(self, x: Tensor, y: Tensor, *, alpha: int) -> None: pass",
+     "expected 3 positional input/output parameters followed by 1 keyword-only attrs, "
+     "actual 3 parameters (2 positional, 1 keyword-only)"),
+    ("def declare_launch_args(self, x: Tensor, y: Tensor, out: Tensor, *a, alpha: int) -> None: pass",
+     "expected no variadic parameters, actual variadic parameter a"),
     ("def declare_launch_args(self, x: Tensor, y: Tensor, out: Tensor, *, beta: int) -> None: pass",
-     "expected attr name alpha"),
+     "expected attr name alpha at index 0 (IR attrs in order: alpha), actual attr name beta"),
     ("def declare_launch_args(self, x: Tensor, y: Tensor, out: Tensor, *, alpha: int) -> bool: pass",
-     "expected None"),
+     "expected None return annotation, actual bool"),
 ], ids=["count", "variadic", "attr_name", "return_annotation"])
 def test_invalid_declare_signature_fails_at_load_all_or_nothing(exec_plugin, bad, fragment):
     before = _host.snapshot()
     exec_plugin(PLUGIN.replace("DECLARE", bad), "decl_plugin")
-    expect(TypeError, lambda: _host.collect(before), "op_type 'LoadDecl'", "decl_plugin:LoadDeclImpl:LoadDecl",
-           "method 'declare_launch_args'", "expected", "actual", fragment)
+    expect(TypeError, lambda: _host.collect(before),
+           "invalid declare_launch_args signature for op type LoadDecl, descriptor key "
+           "decl_plugin:LoadDeclImpl:LoadDecl, method declare_launch_args: " + fragment + " (at <decl_plugin>:")
     assert _host.snapshot() == before  # nothing registered
 
 
@@ -694,7 +702,8 @@ def test_missing_ir_is_runtime_error():
             pass
 
     expect(RuntimeError, lambda: run_declare_launch_args("NoIrL", []),
-           "canonical IR not found for schema-bound declare_launch_args")
+           "canonical IR not found for schema-bound declare_launch_args: NoIrL (descriptor key ",
+           ":Impl:NoIrL)")
 
 
 # ---- the axpy kernel sample: compile builds, declare declares ---------------------------------

@@ -8,10 +8,12 @@ import pytest
 import ge.custom_op
 from ge.custom_op import register_op
 from ge.custom_op import proto as proto_mod
+from ge.custom_op._proto import canonical_ir
+from ge.custom_op.proto import InputType, OutputType
 from ge.graph import DataType
 from ge.runtime import Tensor, TensorDesc
 
-P = "register_op op_type 'Op' failed:"
+P = "register_op op_type 'Op' failed: "
 
 
 def protos():
@@ -22,7 +24,7 @@ def protos():
 
 @pytest.mark.parametrize("bad", [None, 5, b"Op", "", ["Op"]])
 def test_bad_op_type_is_type_error_before_any_function(raises, bad):
-    with raises(TypeError, "op_type", "non-empty str"):
+    with raises(TypeError, f"register_op op_type must be a non-empty string, got {bad!r}"):
         register_op(op_type=bad)  # no function involved yet
     assert protos() == []
 
@@ -49,7 +51,7 @@ def _plain(x: TensorDesc) -> TensorDesc:
     _Callable, _Callable(), len, functools.partial(_plain), staticmethod(_plain), 42, None,
 ], ids=["class", "instance", "builtin", "partial", "staticmethod", "int", "none"])
 def test_not_a_function(raises, target):
-    with raises(TypeError, P, "function"):
+    with raises(TypeError, P + f"register_op expects a Python function, got {type(target).__name__}"):
         register_op(op_type="Op")(target)
     assert protos() == []
 
@@ -58,7 +60,8 @@ def test_generator_function_rejected(raises):
     def gen(x: TensorDesc) -> TensorDesc:
         yield x
 
-    with raises(TypeError, P, "generator"):
+    with raises(TypeError, P + "register_op expects a Python function, got the generator or "
+                "coroutine function"):
         register_op(op_type="Op")(gen)
 
 
@@ -66,7 +69,7 @@ def test_lambda_is_a_function():
     f = lambda x: x  # noqa: E731
     f.__annotations__ = {"x": TensorDesc, "return": TensorDesc}
     register_op(op_type="Op")(f)
-    assert proto_mod.get_registered_op_proto_by_op_type("Op").func is f
+    assert proto_mod.get_registered_op_proto_by_op_type("Op").infer_func is f
 
 
 # --------------------------------------------------------------------------- variadic / annotations
@@ -75,7 +78,7 @@ def test_var_positional_rejected(raises):
     def f(x: TensorDesc, *args: TensorDesc) -> TensorDesc:
         return x
 
-    with raises(TypeError, P, "*args"):
+    with raises(TypeError, P + "register_op does not support variadic parameter 'args'"):
         register_op(op_type="Op")(f)
     assert protos() == []
 
@@ -84,7 +87,7 @@ def test_var_keyword_rejected(raises):
     def f(x: TensorDesc, **kwargs: int) -> TensorDesc:
         return x
 
-    with raises(TypeError, P, "**kwargs"):
+    with raises(TypeError, P + "register_op does not support variadic parameter 'kwargs'"):
         register_op(op_type="Op")(f)
 
 
@@ -92,7 +95,7 @@ def test_missing_input_annotation(raises):
     def f(x, y: TensorDesc) -> TensorDesc:
         return y
 
-    with raises(TypeError, P, "'x'", "missing an annotation"):
+    with raises(TypeError, P + "input 'x' must have a type annotation"):
         register_op(op_type="Op")(f)
 
 
@@ -100,7 +103,7 @@ def test_missing_attr_annotation(raises):
     def f(x: TensorDesc, *, alpha=1) -> TensorDesc:
         return x
 
-    with raises(TypeError, P, "'alpha'", "missing an annotation"):
+    with raises(TypeError, P + "attr 'alpha' must have a type annotation"):
         register_op(op_type="Op")(f)
 
 
@@ -108,7 +111,7 @@ def test_missing_return_annotation(raises):
     def f(x: TensorDesc):
         return x
 
-    with raises(TypeError, P, "missing return annotation"):
+    with raises(TypeError, P + "register_op return type annotation is required ("):
         register_op(op_type="Op")(f)
 
 
@@ -121,7 +124,7 @@ def test_unsupported_input_annotation(raises, ann):
         pass
 
     f.__annotations__ = {"x": ann, "return": None}
-    with raises(TypeError, P, "unsupported annotation", "input 'x'"):
+    with raises(TypeError, P + "unsupported input annotation for 'x': "):
         register_op(op_type="Op")(f)
 
 
@@ -134,20 +137,27 @@ def test_unsupported_attr_annotation(raises, ann):
         pass
 
     f.__annotations__ = {"a": ann, "return": None}
-    with raises(TypeError, P, "unsupported annotation", "attr 'a'"):
+    with raises(TypeError, P + "unsupported attr annotation for 'a': "):
         register_op(op_type="Op")(f)
 
 
-@pytest.mark.parametrize("ann", [
-    int, Tensor, Optional[TensorDesc], Tuple[()], Tuple[TensorDesc, ...],
-    Tuple[TensorDesc, int], list, tuple, List[Optional[TensorDesc]],
-], ids=str)
-def test_unsupported_return_annotation(raises, ann):
+@pytest.mark.parametrize("ann,fragment", [
+    (int, "unsupported return annotation: int"),
+    (Tensor, "unsupported return annotation: Tensor"),
+    (Optional[TensorDesc], "unsupported return annotation: Optional["),
+    (Tuple[()], "unsupported return annotation: Tuple[()]"),
+    (Tuple[TensorDesc, ...], "unsupported return annotation: Tuple["),
+    (Tuple[TensorDesc, int], "unsupported return annotation at output index 1: int"),
+    (list, "unsupported return annotation: list"),
+    (tuple, "unsupported return annotation: tuple"),
+    (List[Optional[TensorDesc]], "unsupported return annotation: List[Optional["),
+], ids=lambda v: str(v) if not isinstance(v, str) else "")
+def test_unsupported_return_annotation(raises, ann, fragment):
     def f(x: TensorDesc):
         return x
 
     f.__annotations__["return"] = ann
-    with raises(TypeError, P, "unsupported return annotation"):
+    with raises(TypeError, P + fragment):
         register_op(op_type="Op")(f)
 
 
@@ -161,30 +171,30 @@ def test_input_kinds_all_spellings():
         pass
 
     p = proto_mod.get_registered_op_proto_by_op_type("Op")
-    assert [(i.name, i.kind) for i in p.inputs] == [
+    R, O, D = InputType.REQUIRED, InputType.OPTIONAL, InputType.DYNAMIC
+    assert [(i.name, i.index, i.kind) for i in p.inputs] == [
+        ("a", 0, R), ("b", 1, O), ("c", 2, O), ("d", 3, O), ("e", 4, D), ("g", 5, D), ("h", 6, R)]
+    assert all(type(i.kind) is InputType for i in p.inputs)
+    assert p.attrs == () and p.outputs == ()
+    assert canonical_ir(p).return_form == "none"
+    assert [(i.name, i.kind) for i in canonical_ir(p).inputs] == [
         ("a", "required"), ("b", "optional"), ("c", "optional"), ("d", "optional"),
         ("e", "dynamic"), ("g", "dynamic"), ("h", "required")]
-    assert p.attrs == () and p.outputs == () and p.return_form == "none"
-
-
-def test_optional_input_may_default_to_none():
-    @register_op(op_type="Op")
-    def f(x: TensorDesc, bias: Optional[TensorDesc] = None) -> TensorDesc:
-        return x
-
-    assert proto_mod.get_registered_op_proto_by_op_type("Op").inputs[1].kind == "optional"
 
 
 @pytest.mark.parametrize("ann,default", [
-    (TensorDesc, None), (Optional[TensorDesc], 0), (List[TensorDesc], []),
-], ids=["required", "optional-non-none", "dynamic"])
-def test_other_input_defaults_rejected(raises, ann, default):
+    (TensorDesc, None), (Optional[TensorDesc], None), (Optional[TensorDesc], 0),
+    (List[TensorDesc], []),
+], ids=["required", "optional-none", "optional-non-none", "dynamic"])
+def test_input_defaults_rejected(raises, ann, default):
+    # Upstream rule: any default on an input is rejected, Optional[...] = None included.
     def f(x=default) -> None:
         pass
 
     f.__annotations__ = {"x": ann, "return": None}
-    with raises(TypeError, P, "bad default", "input 'x'"):
+    with raises(TypeError, P + "input 'x' must not have a default value"):
         register_op(op_type="Op")(f)
+    assert protos() == []
 
 
 # --------------------------------------------------------------------------- attrs (section 6)
@@ -215,7 +225,8 @@ def test_attr_types_required(ann, vt, default):
     f.__annotations__["a"] = ann
     register_op(op_type="Op")(f)
     (attr,) = proto_mod.get_registered_op_proto_by_op_type("Op").attrs
-    assert (attr.name, attr.type, attr.required, attr.default) == ("a", vt, True, None)
+    assert isinstance(attr, proto_mod.OpAttr)
+    assert (attr.name, attr.index, attr.type, attr.is_required, attr.default) == ("a", 0, vt, True, None)
 
 
 @pytest.mark.parametrize("ann,vt,default",
@@ -228,7 +239,7 @@ def test_attr_types_with_default(ann, vt, default):
     f.__annotations__["a"] = ann
     register_op(op_type="Op")(f)
     d = proto_mod.get_registered_op_proto_dict_by_op_type("Op")
-    assert d["attrs"] == [{"name": "a", "type": vt, "required": False, "default": default}]
+    assert d["attrs"] == [{"name": "a", "type": vt, "is_required": False, "default": default}]
     assert type(d["attrs"][0]["default"]) is type(default)
 
 
@@ -243,35 +254,62 @@ BAD_DEFAULTS = [
 ]
 
 
+# The type text of "default value for attr 'a' must be <text>[ in the int64 range]".
+DEFAULT_TEXT = {
+    int: "int in the int64 range", float: "float", bool: "bool", str: "str",
+    DataType: "DataType", List[int]: "List[int] in the int64 range", List[float]: "List[float]",
+    List[bool]: "List[bool]", List[str]: "List[str]", List[DataType]: "List[DataType]",
+    List[List[int]]: "List[List[int]] in the int64 range",
+}
+
+
+def bad_default_message(ann, default):
+    return (P + f"default value for attr 'a' must be {DEFAULT_TEXT[ann]}, "
+            f"got {default!r} ({type(default).__name__})")
+
+
 @pytest.mark.parametrize("ann,default", BAD_DEFAULTS, ids=[f"{a}={d!r}" for a, d in BAD_DEFAULTS])
 def test_bad_attr_default(raises, ann, default):
     def f(*, a=default) -> None:
         pass
 
     f.__annotations__ = {"a": ann, "return": None}
-    with raises(TypeError, P, "bad default", "attr 'a'"):
+    with raises(TypeError, bad_default_message(ann, default)):
         register_op(op_type="Op")(f)
     assert protos() == []
 
 
-@pytest.mark.parametrize("ann", [int, float, bool, str, DataType, List[int], Tensor], ids=str)
+@pytest.mark.parametrize("ann", [int, float, bool, str, DataType, List[int]], ids=str)
 def test_none_default_rejected(raises, ann):
     def f(*, a=None) -> None:
         pass
 
     f.__annotations__ = {"a": ann, "return": None}
-    with raises(TypeError, P, "bad default", "None"):
+    with raises(TypeError, bad_default_message(ann, None)):
         register_op(op_type="Op")(f)
+    assert protos() == []
 
 
-def test_tensor_attr_default_rejected(raises):
-    sentinel = object()
-
-    def f(*, t: Tensor = sentinel) -> None:
+@pytest.mark.parametrize("ann", [int, float, bool, str, DataType, List[int]], ids=str)
+def test_optional_attr_none_default_is_unwrapped_then_rejected(raises, ann):
+    # Optional[X] = None names the attr type X; None is then not a valid X default.
+    def f(*, a=None) -> None:
         pass
 
-    with raises(TypeError, P, "bad default", "Tensor attr"):
+    f.__annotations__ = {"a": Optional[ann], "return": None}
+    with raises(TypeError, bad_default_message(ann, None)):
         register_op(op_type="Op")(f)
+    assert protos() == []
+
+
+@pytest.mark.parametrize("default", [None, object()], ids=["none", "object"])
+def test_tensor_attr_default_rejected(raises, default):
+    def f(*, t: Tensor = default) -> None:
+        pass
+
+    with raises(TypeError, P + "Tensor attr 't' does not support a default value"):
+        register_op(op_type="Op")(f)
+    assert protos() == []
 
 
 def test_datatype_default_stays_datatype_in_dict():
@@ -294,7 +332,8 @@ def test_list_default_is_copied_and_immutable_in_record():
     default[0].append(3)
     p = proto_mod.get_registered_op_proto_by_op_type("Op")
     assert p.attrs[0].default == ((1, 2),)
-    assert p.to_dict()["attrs"][0]["default"] == [[1, 2]]
+    assert p.to_bridge_dict()["attrs"][0]["default"] == [[1, 2]]
+    assert canonical_ir(p).to_dict()["attrs"][0]["default"] == [[1, 2]]
 
 
 # --------------------------------------------------------------------------- outputs / return forms
@@ -304,7 +343,7 @@ def test_list_default_is_copied_and_immutable_in_record():
     (TensorDesc, "single", ["required"]),
     (List[TensorDesc], "list", ["dynamic"]),
     (list[TensorDesc], "list", ["dynamic"]),
-    (Tuple[TensorDesc], "tuple", ["required"]),
+    (Tuple[TensorDesc], "single", ["required"]),  # the form follows the outputs
     (tuple[TensorDesc, List[TensorDesc], TensorDesc], "tuple", ["required", "dynamic", "required"]),
 ], ids=str)
 def test_return_forms(ann, form, kinds):
@@ -314,9 +353,13 @@ def test_return_forms(ann, form, kinds):
     f.__annotations__["return"] = ann
     register_op(op_type="Op")(f)
     p = proto_mod.get_registered_op_proto_by_op_type("Op")
-    assert p.return_form == form
-    assert [o.kind for o in p.outputs] == kinds
+    assert [o.kind for o in p.outputs] == [OutputType[k.upper()] for k in kinds]
+    assert [o.index for o in p.outputs] == list(range(len(kinds)))
     assert [o.name for o in p.outputs] == [f"output{i}" for i in range(len(kinds))]
+    ir = canonical_ir(p)
+    assert [o.kind for o in ir.outputs] == kinds
+    # canonical_ir derives the host's return form from the outputs (not the annotation).
+    assert ir.return_form == form
 
 
 # --------------------------------------------------------------------------- mutates_args
@@ -328,7 +371,7 @@ def test_mutates_names_form():
 
     p = proto_mod.get_registered_op_proto_by_op_type("Op")
     assert [o.name for o in p.outputs] == ["ref", "acc", "output2"]
-    assert p.mutates == (("ref", 0), ("acc", 1))
+    assert canonical_ir(p).mutates == (("ref", 0), ("acc", 1))
 
 
 def test_mutates_pairs_form_sorted_by_output_index():
@@ -338,16 +381,17 @@ def test_mutates_pairs_form_sorted_by_output_index():
 
     p = proto_mod.get_registered_op_proto_by_op_type("Op")
     assert [o.name for o in p.outputs] == ["a", "output1", "b"]
-    assert p.to_dict()["mutates"] == [["a", 0], ["b", 2]]
+    assert canonical_ir(p).to_dict()["mutates"] == [["a", 0], ["b", 2]]
 
 
 def test_output_name_clash_appends_suffix():
+    # Only input names (and earlier output names) count as clashes, not attr names.
     @register_op(op_type="Op")
     def f(output0: TensorDesc, output0_1: TensorDesc, *, output1: int = 1) -> Tuple[TensorDesc, TensorDesc]:
         return output0, output0_1
 
     names = [o.name for o in proto_mod.get_registered_op_proto_by_op_type("Op").outputs]
-    assert names == ["output0_2", "output1_1"]
+    assert names == ["output0_2", "output1"]
 
 
 def test_output_name_clash_with_aliased_name():
@@ -364,34 +408,63 @@ def test_mutates_none_means_no_alias():
     def f(x: TensorDesc) -> TensorDesc:
         return x
 
-    assert proto_mod.get_registered_op_proto_by_op_type("Op").mutates == ()
+    p = proto_mod.get_registered_op_proto_by_op_type("Op")
+    assert [o.name for o in p.outputs] == ["output0"]
+    assert canonical_ir(p).mutates == ()
 
 
-@pytest.mark.parametrize("bad", [
-    "x", b"x", 5, {"x"}, [1], [("x",)], [("x", "0")], [("x", 0, 1)], [("x", True)],
-    [(0, "x")], ["x", ("y", 1)], [None],
-], ids=repr)
-def test_mutates_bad_shape_is_type_error_before_function(raises, bad):
-    with raises(TypeError, "register_op op_type 'Op' failed:", "mutates_args"):
-        register_op(op_type="Op", mutates_args=bad)
+NOT_A_SEQUENCE = ("mutates_args must be a list or tuple of input names or of "
+                  "(input_name, output_index) pairs, got ")
+BAD_PAIR = "mutates_args explicit entries must be (input_name, output_index), got "
+BAD_PAIR_TYPES = "mutates_args explicit entries must be (str, int), got "
+MIXED = "mutates_args sequential and explicit forms cannot be mixed"
+
+
+@pytest.mark.parametrize("bad,fragment", [
+    ("x", NOT_A_SEQUENCE + "str"),
+    (b"x", NOT_A_SEQUENCE + "bytes"),
+    (5, NOT_A_SEQUENCE + "int"),
+    ({"x"}, NOT_A_SEQUENCE + "set"),
+    ([1], BAD_PAIR + "1"),
+    ([("x",)], BAD_PAIR + "('x',)"),
+    ([("x", "0")], BAD_PAIR_TYPES + "('x', '0')"),
+    ([("x", 0, 1)], BAD_PAIR + "('x', 0, 1)"),
+    ([("x", True)], BAD_PAIR_TYPES + "('x', True)"),
+    ([(0, "x")], BAD_PAIR_TYPES + "(0, 'x')"),
+    (["x", ("y", 1)], MIXED),
+    ([None], BAD_PAIR + "None"),
+], ids=lambda v: "" if isinstance(v, str) and v.startswith("mutates_args") else repr(v))
+def test_mutates_bad_shape_is_type_error_when_decorating(raises, bad, fragment):
+    decorator = register_op(op_type="Op", mutates_args=bad)  # shape checked when decorating
+
+    def f(x: TensorDesc, y: TensorDesc) -> Tuple[TensorDesc, TensorDesc]:
+        return x, y
+
+    with raises(TypeError, P + fragment):
+        decorator(f)
+    assert protos() == []
+    assert not hasattr(f, "__ge_op_proto_descriptor__")
 
 
 def test_mutates_mixed_forms_message(raises):
-    with raises(TypeError, "cannot mix"):
-        register_op(op_type="Op", mutates_args=["x", ("y", 1)])
+    def f(x: TensorDesc, y: TensorDesc) -> Tuple[TensorDesc, TensorDesc]:
+        return x, y
+
+    with raises(TypeError, P + MIXED):
+        register_op(op_type="Op", mutates_args=["x", ("y", 1)])(f)
 
 
 @pytest.mark.parametrize("mutates,fragment", [
-    (["nope"], "unknown input 'nope'"),
-    ([("nope", 0)], "unknown input 'nope'"),
-    ([("x", 2)], "out of range"),
-    ([("x", -1)], "out of range"),
-    (["x", "y", "x"], "2 output(s)"),
-    (["x", "x"], "more than once"),
-    ([("x", 0), ("y", 0)], "output index 0 more than once"),
-    ([("opt", 0)], "cannot alias optional input"),
-    ([("dyn", 0)], "cannot alias dynamic input"),
-    ([("x", 1)], "cannot alias required input"),
+    (["nope"], "mutates_args input does not exist: 'nope'"),
+    ([("nope", 0)], "mutates_args input does not exist: 'nope'"),
+    ([("x", 2)], "mutates_args output index out of range: 2"),
+    ([("x", -1)], "mutates_args output index out of range: -1"),
+    (["x", "y", "x"], "mutates_args has more entries (3) than outputs (2)"),
+    (["x", "x"], "mutates_args input is duplicated: 'x'"),
+    ([("x", 0), ("y", 0)], "mutates_args output index is duplicated: 0"),
+    ([("opt", 0)], "mutates_args output 0 (required) cannot alias optional input 'opt'"),
+    ([("dyn", 0)], "mutates_args output 0 (required) cannot alias dynamic input 'dyn'"),
+    ([("x", 1)], "mutates_args output 1 (dynamic) cannot alias required input 'x'"),
     ([], None),
 ], ids=repr)
 def test_mutates_bad_names_or_indices_are_value_errors(raises, mutates, fragment):
@@ -402,7 +475,7 @@ def test_mutates_bad_names_or_indices_are_value_errors(raises, mutates, fragment
     if fragment is None:
         register_op(op_type="Op", mutates_args=mutates)(f)
         return
-    with raises(ValueError, P, fragment):
+    with raises(ValueError, P + fragment):
         register_op(op_type="Op", mutates_args=mutates)(f)
     assert protos() == []
 
@@ -411,7 +484,7 @@ def test_mutates_on_no_outputs_is_value_error(raises):
     def f(x: TensorDesc) -> None:
         pass
 
-    with raises(ValueError, P, "0 output(s)"):
+    with raises(ValueError, P + "mutates_args has more entries (1) than outputs (0)"):
         register_op(op_type="Op", mutates_args=["x"])(f)
 
 
@@ -452,20 +525,36 @@ def proto(x: TensorDesc, *, a: int = {default}) -> TensorDesc:
 def test_reexecuting_same_source_is_noop(exec_plugin):
     first = exec_plugin(SRC.format(default=1, body="x"))["proto"]
     exec_plugin(SRC.format(default=1, body="x"))
-    assert [p.func for p in protos()] == [first]
+    assert [p.infer_func for p in protos()] == [first]
+
+
+SOURCES = ("existing source: module_name.func_name 'plugin_mod.proto', descriptor_key "
+           "'plugin_mod:proto:Op'; current source: module_name.func_name 'plugin_mod.proto', "
+           "descriptor_key 'plugin_mod:proto:Op'")
 
 
 def test_changed_signature_is_value_error(exec_plugin, raises):
     exec_plugin(SRC.format(default=1, body="x"))
-    with raises(ValueError, P, "plugin_mod:proto:Op", "different content"):
+    with raises(ValueError, P + "python op proto descriptor content changed for descriptor_key "
+                "'plugin_mod:proto:Op'; " + SOURCES):
         exec_plugin(SRC.format(default=2, body="x"))
     assert protos()[0].attrs[0].default == 1
 
 
-def test_changed_body_is_value_error(exec_plugin, raises):
-    exec_plugin(SRC.format(default=1, body="x"))
-    with raises(ValueError, P, "different content"):
-        exec_plugin(SRC.format(default=1, body="None"))
+def test_changed_body_same_definition_is_noop(exec_plugin):
+    # Only the definition (inputs/attrs/outputs/defaults) is compared, not the body.
+    first = exec_plugin(SRC.format(default=1, body="x"))["proto"]
+    second = exec_plugin(SRC.format(default=1, body="None"))["proto"]
+    assert second is not first
+    assert [p.infer_func for p in protos()] == [first]
+    assert second.__ge_op_proto_descriptor__ is protos()[0]
+
+
+def test_nan_default_reregistration_is_noop(exec_plugin):
+    src = SRC.replace("a: int", "a: float")
+    first = exec_plugin(src.format(default="float('nan')", body="x"))["proto"]
+    exec_plugin(src.format(default="float('nan')", body="x"))
+    assert [p.infer_func for p in protos()] == [first]
 
 
 def test_changed_mutates_is_value_error(raises):
@@ -473,7 +562,9 @@ def test_changed_mutates_is_value_error(raises):
         return x
 
     register_op(op_type="Op")(f)
-    with raises(ValueError, P, "different content"):
+    key = f"{__name__}:{f.__qualname__}:Op"
+    with raises(ValueError, P + f"python op proto descriptor content changed for descriptor_key "
+                f"'{key}'; existing source: ", "; current source: "):
         register_op(op_type="Op", mutates_args=["x"])(f)
 
 
@@ -485,10 +576,13 @@ def test_same_op_type_from_another_function_is_value_error(raises):
     def g(x: TensorDesc) -> TensorDesc:
         return x
 
-    with raises(ValueError, P, "already registered by", f"{__name__}:{f.__qualname__}",
-                "cannot be registered again by", f"{__name__}:{g.__qualname__}"):
+    f_key, g_key = f"{__name__}:{f.__qualname__}:Op", f"{__name__}:{g.__qualname__}:Op"
+    with raises(ValueError, P + f"python op proto op type 'Op' already registered by '{f_key}'; "
+                f"existing source: module_name.func_name '{__name__}.{f.__qualname__}', "
+                f"descriptor_key '{f_key}'; current source: module_name.func_name "
+                f"'{__name__}.{g.__qualname__}', descriptor_key '{g_key}'"):
         register_op(op_type="Op")(g)
-    assert proto_mod.get_registered_op_proto_by_op_type("Op").func is f
+    assert proto_mod.get_registered_op_proto_by_op_type("Op").infer_func is f
 
 
 def test_one_function_may_serve_two_op_types():
@@ -509,17 +603,50 @@ def test_record_fields_and_to_dict():
                  shape: List[List[int]] = [[1, 2]]) -> Tuple[TensorDesc, List[TensorDesc]]:
         return x, xs
 
+    qualname = "test_record_fields_and_to_dict.<locals>.my_proto"
+    key = f"{__name__}:{qualname}:MyOp"
     p = proto_mod.get_registered_op_proto_by_op_type("MyOp")
-    assert isinstance(p, proto_mod.OpProto)
-    assert p.func is my_proto
+    assert isinstance(p, proto_mod.OpProtoDescriptor)
+    assert my_proto.__ge_op_proto_descriptor__ is p
+    assert proto_mod.get_registered_op_proto_by_descriptor_key(key) is p
+    assert p.infer_func is my_proto
+    assert p.descriptor_key == key
+    assert p.op_type == "MyOp"
     assert p.module_name == __name__
-    assert p.qualname == "test_record_fields_and_to_dict.<locals>.my_proto"
-    assert p.inputs == (proto_mod.IrInput("x", "required"), proto_mod.IrInput("b", "optional"),
-                        proto_mod.IrInput("xs", "dynamic"))
-    assert p.outputs == (proto_mod.IrOutput("x", "required"),
-                         proto_mod.IrOutput("output1", "dynamic"))
-    assert p.attrs[0] == proto_mod.IrAttr("alpha", "VT_FLOAT", True, None)
-    assert p.to_dict() == {
+    assert p.func_name == qualname
+    assert p.inputs == (proto_mod.OpInput("x", 0, InputType.REQUIRED),
+                        proto_mod.OpInput("b", 1, InputType.OPTIONAL),
+                        proto_mod.OpInput("xs", 2, InputType.DYNAMIC))
+    assert p.outputs == (proto_mod.OpOutput("x", 0, OutputType.REQUIRED),
+                         proto_mod.OpOutput("output1", 1, OutputType.DYNAMIC))
+    assert p.attrs[0] == proto_mod.OpAttr("alpha", 0, "VT_FLOAT", True, None)
+    assert p.attrs[2] == proto_mod.OpAttr("shape", 2, "VT_LIST_LIST_INT", False, [[1, 2]])
+    assert p.to_bridge_dict() == {
+        "descriptor_key": key,
+        "op_type": "MyOp",
+        "module_name": __name__,
+        "func_name": qualname,
+        "inputs": [{"name": "x", "kind": 0}, {"name": "b", "kind": 1}, {"name": "xs", "kind": 2}],
+        "attrs": [
+            {"name": "alpha", "type": "VT_FLOAT", "is_required": True, "default": None},
+            {"name": "dt", "type": "VT_DATA_TYPE", "is_required": False, "default": DataType.DT_FLOAT},
+            {"name": "shape", "type": "VT_LIST_LIST_INT", "is_required": False, "default": [[1, 2]]},
+        ],
+        "outputs": [{"name": "x", "kind": 0}, {"name": "output1", "kind": 1}],
+    }
+    assert proto_mod.get_registered_op_proto_dict_by_op_type("MyOp") == p.to_bridge_dict()
+    # The host's internal canonical IR (the old record format), derived from the descriptor.
+    internal = ge.custom_op._proto
+    ir = canonical_ir(p)
+    assert isinstance(ir, internal.OpProto)
+    assert ir.func is my_proto
+    assert ir.qualname == qualname
+    assert ir.inputs == (internal.IrInput("x", "required"), internal.IrInput("b", "optional"),
+                         internal.IrInput("xs", "dynamic"))
+    assert ir.outputs == (internal.IrOutput("x", "required"),
+                          internal.IrOutput("output1", "dynamic"))
+    assert ir.attrs[0] == internal.IrAttr("alpha", "VT_FLOAT", True, None)
+    assert ir.to_dict() == {
         "op_type": "MyOp",
         "module_name": __name__,
         "qualname": "test_record_fields_and_to_dict.<locals>.my_proto",
@@ -567,7 +694,7 @@ def test_registry_sorted_lookup_and_clear(raises):
 
 
 def test_lambda_without_annotations_needs_return_annotation(raises):
-    with raises(TypeError, P, "missing return annotation"):
+    with raises(TypeError, P + "register_op return type annotation is required ("):
         register_op(op_type="Op")(lambda: None)
 
 
@@ -575,9 +702,10 @@ def test_failed_registration_registers_nothing(raises):
     def f(x: TensorDesc, *, a: int = True) -> TensorDesc:
         return x
 
-    with raises(TypeError, P):
+    with raises(TypeError, P + "default value for attr 'a' must be int in the int64 range, got True (bool)"):
         register_op(op_type="Op")(f)
     assert proto_mod.get_registered_op_proto_by_op_type("Op") is None
+    assert not hasattr(f, "__ge_op_proto_descriptor__")
 
 
 def test_proto_module_is_public():
@@ -585,6 +713,13 @@ def test_proto_module_is_public():
     for name in ["get_registered_op_protos", "get_registered_op_proto_by_op_type",
                  "clear_registered_op_protos", "get_registered_op_proto_dicts"]:
         assert callable(getattr(proto_mod, name))
+    assert proto_mod.register_op is register_op
+    for name in ["InputType", "OutputType", "OpInput", "OpAttr", "OpOutput", "OpProtoDescriptor"]:
+        assert name in proto_mod.__all__ and hasattr(proto_mod, name)
+    for name in ["OpProto", "IrInput", "IrOutput", "IrAttr"]:
+        assert not hasattr(proto_mod, name)
+    assert [(m.name, int(m)) for m in InputType] == [("REQUIRED", 0), ("OPTIONAL", 1), ("DYNAMIC", 2)]
+    assert [(m.name, int(m)) for m in OutputType] == [("REQUIRED", 0), ("DYNAMIC", 1)]
 
 
 # --------------------------------------------------------------------------- string annotations
@@ -607,21 +742,23 @@ def proto(x: TensorDesc, b: TensorDesc | None, xs: list[TensorDesc], *,
 def test_future_annotations_resolve(exec_plugin):
     exec_plugin(FUTURE_SRC)
     d = proto_mod.get_registered_op_proto_dict_by_op_type("Op")
-    assert [i["kind"] for i in d["inputs"]] == ["required", "optional", "dynamic"]
+    assert [i["kind"] for i in d["inputs"]] == [0, 1, 2]
     assert [(a["name"], a["type"]) for a in d["attrs"]] == [
         ("dt", "VT_DATA_TYPE"), ("t", "VT_TENSOR"), ("ks", "VT_LIST_LIST_INT")]
-    assert d["return_form"] == "tuple"
-    assert [o["kind"] for o in d["outputs"]] == ["required", "dynamic"]
+    assert [(o["name"], o["kind"]) for o in d["outputs"]] == [("x", 0), ("output1", 1)]
+    assert canonical_ir(proto_mod.get_registered_op_proto_by_op_type("Op")).return_form == "tuple"
 
 
 def test_future_annotation_unresolvable_is_type_error(exec_plugin, raises):
     src = FUTURE_SRC.replace("xs: list[TensorDesc]", "xs: list[NoSuchDesc]")
-    with raises(TypeError, P, "NoSuchDesc", "cannot resolve annotation"):
+    with raises(TypeError, P + "failed to resolve annotations for 'proto': input 'xs': ",
+                "NoSuchDesc"):
         exec_plugin(src)
     assert protos() == []
 
 
 def test_future_annotation_unresolvable_return(exec_plugin, raises):
     src = FUTURE_SRC.replace("-> Tuple[TensorDesc, List[TensorDesc]]", "-> Missing")
-    with raises(TypeError, P, "'Missing'", "return value"):
+    with raises(TypeError, P + "failed to resolve annotations for 'proto': the return annotation: ",
+                "'Missing'"):
         exec_plugin(src)

@@ -9,14 +9,19 @@ from ge.custom_op import (clear_registered_op_impls, get_registered_op_impl_by_d
                           get_registered_op_impl_dicts, get_registered_op_impls, register_op_impl)
 from ge.custom_op._impl import OpImplDescriptor
 
-P = "register_op_impl op_type 'Op' failed:"
+WHERE = "(op_type 'Op')"
+
+
+def must_implement(qualname):
+    return (f"register_op_impl class '{__name__}.{qualname}' must implement at least one "
+            f"supported method: execute, compile, declare_launch_args {WHERE}")
 
 
 # --------------------------------------------------------------------------- op_type / target
 
 @pytest.mark.parametrize("bad", [None, 1, b"Op", "", ("Op",)])
 def test_bad_op_type_is_type_error_before_any_class(raises, bad):
-    with raises(TypeError, "register_op_impl", "op_type", "non-empty str"):
+    with raises(TypeError, f"register_op_impl op_type must be a non-empty string, got {bad!r}"):
         register_op_impl(op_type=bad)
     assert get_registered_op_impls() == []
 
@@ -38,7 +43,7 @@ def _function(self):
 @pytest.mark.parametrize("target", [_function, _Impl(), 3, None, "Impl"],
                          ids=["function", "instance", "int", "none", "str"])
 def test_not_a_class(raises, target):
-    with raises(TypeError, P, "class"):
+    with raises(TypeError, f"register_op_impl expects a class, got {type(target).__name__} {WHERE}"):
         register_op_impl(op_type="Op")(target)
     assert get_registered_op_impls() == []
 
@@ -52,7 +57,9 @@ def test_abstract_class_rejected(raises):
         def execute(self) -> None:
             pass
 
-    with raises(TypeError, P, "abstract", "helper"):
+    with raises(TypeError, "register_op_impl expects a concrete class: "
+                "test_abstract_class_rejected.<locals>.Base is abstract (abstract methods: helper) "
+                + WHERE):
         register_op_impl(op_type="Op")(Base)
     assert get_registered_op_impls() == []
     assert "__ge_op_impl_descriptor__" not in vars(Base)
@@ -82,7 +89,7 @@ def test_no_supported_callable(raises):
 
         executes = None
 
-    with raises(TypeError, P, "execute, compile, declare_launch_args"):
+    with raises(TypeError, must_implement("test_no_supported_callable.<locals>.Impl")):
         register_op_impl(op_type="Op")(Impl)
 
 
@@ -94,16 +101,27 @@ def test_attribute_not_callable(raises, method, value):
     if method != "execute":
         attrs["execute"] = lambda self: None
     Impl = type("Impl", (), attrs)
-    with raises(TypeError, P, f"{method} must be callable"):
-        register_op_impl(op_type="Op")(Impl)
-    assert get_registered_op_impls() == []
+    if method == "compile":  # only a non-callable compile is an error (as in GE)
+        with raises(TypeError, f"compile must be callable, got {type(value).__name__} on class "
+                    f"Impl {WHERE}"):
+            register_op_impl(op_type="Op")(Impl)
+        assert get_registered_op_impls() == []
+    elif method == "execute":  # ignored; nothing callable remains
+        with raises(TypeError, must_implement("Impl")):
+            register_op_impl(op_type="Op")(Impl)
+        assert get_registered_op_impls() == []
+    else:  # a non-callable declare_launch_args is ignored
+        assert register_op_impl(op_type="Op")(Impl) is Impl
+        assert Impl.__ge_op_impl_descriptor__.interfaces == ["eager_execute"]
+        assert [d.cls for d in get_registered_op_impls()] == [Impl]
 
 
 def test_compile_must_be_callable_exact_fragment(raises):
     class Impl:
         compile = 42
 
-    with raises(TypeError, "compile must be callable"):
+    with raises(TypeError, "compile must be callable, got int on class "
+                f"test_compile_must_be_callable_exact_fragment.<locals>.Impl {WHERE}"):
         register_op_impl(op_type="Op")(Impl)
 
 
@@ -111,7 +129,8 @@ def test_staticmethod_wrapping_non_callable(raises):
     class Impl:
         compile = staticmethod(3)
 
-    with raises(TypeError, P, "compile must be callable"):
+    with raises(TypeError, "compile must be callable, got staticmethod on class "
+                f"test_staticmethod_wrapping_non_callable.<locals>.Impl {WHERE}"):
         register_op_impl(op_type="Op")(Impl)
 
 
@@ -172,8 +191,24 @@ def test_overriding_with_non_callable_is_rejected(raises):
     class Impl(Base):
         compile = None
 
-    with raises(TypeError, P, "compile must be callable"):
+    with raises(TypeError, "compile must be callable, got NoneType on class "
+                f"test_overriding_with_non_callable_is_rejected.<locals>.Impl {WHERE}"):
         register_op_impl(op_type="Op")(Impl)
+
+
+def test_overriding_execute_with_non_callable_is_ignored():
+    class Base:
+        def execute(self) -> None:
+            pass
+
+        def compile(self) -> None:
+            pass
+
+    @register_op_impl(op_type="Op")
+    class Impl(Base):
+        execute = None  # shadows the inherited execute; ignored, not an error
+
+    assert Impl.__ge_op_impl_descriptor__.interfaces == ["compilable"]
 
 
 def test_class_not_instantiated_and_signatures_not_checked():
@@ -213,8 +248,11 @@ def test_descriptor_record():
     assert d.descriptor_key == f"{__name__}:MyImpl:MyOp"
     assert (d.op_type, d.module_name, d.class_name) == ("MyOp", __name__, "MyImpl")
     assert d.interfaces == ("eager_execute", "compilable")
+    assert d.interfaces == ["eager_execute", "compilable"]
+    assert isinstance(d.interfaces, tuple)
+    assert repr(d.interfaces) == "['eager_execute', 'compilable']"
     assert d.cls is MyImpl
-    assert d.to_dict() == {
+    assert d.to_bridge_dict() == {
         "descriptor_key": f"{__name__}:MyImpl:MyOp",
         "op_type": "MyOp",
         "module_name": __name__,
@@ -237,8 +275,8 @@ def test_duplicate_op_type(raises):
         def execute(self) -> None:
             pass
 
-    with raises(ValueError, P, "already has an implementation", f"{__name__}:First:Op",
-                f"{__name__}:Second:Op"):
+    with raises(ValueError, "python op impl type already exists: Op (",
+                f"{__name__}:First:Op", f"{__name__}:Second:Op"):
         register_op_impl(op_type="Op")(Second)
     assert [d.cls for d in get_registered_op_impls()] == [First]
     assert "__ge_op_impl_descriptor__" not in vars(Second)
@@ -250,7 +288,7 @@ def test_same_class_registered_twice_is_duplicate(raises):
             pass
 
     register_op_impl(op_type="Op")(Impl)
-    with raises(ValueError, P, f"{__name__}:Impl:Op"):
+    with raises(ValueError, f"python op impl descriptor_key already exists: {__name__}:Impl:Op"):
         register_op_impl(op_type="Op")(Impl)
 
 
@@ -264,7 +302,7 @@ def test_duplicate_descriptor_key(raises):
     register_op_impl(op_type="Op")(Impl)
     # Same key, op_type index lost (e.g. an inconsistent registry): still refused.
     _impl._KEY_BY_OP_TYPE.clear()
-    with raises(ValueError, P, "descriptor key", f"{__name__}:Impl:Op"):
+    with raises(ValueError, f"python op impl descriptor_key already exists: {__name__}:Impl:Op"):
         register_op_impl(op_type="Op")(Impl)
 
 
@@ -286,7 +324,7 @@ def test_registry_queries_and_clear(raises):
     for op_type in ["Zed", "Abc", "Mid"]:
         register_op_impl(op_type=op_type)(type(f"Impl{op_type}", (), {"execute": lambda self: None}))
     assert [d.op_type for d in get_registered_op_impls()] == ["Abc", "Mid", "Zed"]
-    assert get_registered_op_impl_dicts() == [d.to_dict() for d in get_registered_op_impls()]
+    assert get_registered_op_impl_dicts() == [d.to_bridge_dict() for d in get_registered_op_impls()]
     assert all("cls" not in d for d in get_registered_op_impl_dicts())
     key = f"{__name__}:ImplMid:Mid"
     assert get_registered_op_impl_by_descriptor_key(key).op_type == "Mid"

@@ -11,13 +11,27 @@ import ge.runtime
 from ge.graph import DataType, Format
 from ge.runtime import (ExpandDimsType, Shape, StorageFormat, StorageShape, Tensor, TensorDesc,
                         TensorPlacement)
+from ge_test_helpers import expect, expired
 
 MAX_RANK = 8
 
 
+_SHAPE_OWNERS = []  # a view expires with its owner: keep each helper StorageShape alive
+
+
 def shape_of(dims):
-    """An owned Shape (Shape itself cannot be constructed): a StorageShape's origin view."""
-    return StorageShape(list(dims), list(dims)).origin_shape
+    """A Shape (Shape itself cannot be constructed): the origin view of a StorageShape that
+    is kept alive here, since a view expires when the object it was taken from is freed."""
+    owner = StorageShape(list(dims), list(dims))
+    _SHAPE_OWNERS.append(owner)
+    return owner.origin_shape
+
+
+def test_shape_view_expires_with_its_storage_shape():
+    view = StorageShape([2, 3], [6]).origin_shape  # the owner is freed at once
+    gc.collect()
+    expired(lambda: view.dims)
+    expect(RuntimeError, lambda: view.dims, "its owning StorageShape handle has expired")
 
 
 # ---- Shape ------------------------------------------------------------------------------
@@ -119,16 +133,16 @@ def test_storage_shape_setters():
 
 @pytest.mark.parametrize("origin,storage", [([1] * (MAX_RANK + 1), [1]), ([1], [1] * (MAX_RANK + 1))])
 def test_storage_shape_too_many_dims(origin, storage):
-    with pytest.raises(ValueError):
-        StorageShape(origin, storage)
+    expect(ValueError, lambda: StorageShape(origin, storage),
+           f"has {MAX_RANK + 1} dims, more than the maximum dimension count {MAX_RANK}")
 
 
 def test_storage_shape_setters_too_many_dims():
     ss = StorageShape([1], [1])
-    with pytest.raises(ValueError):
-        ss.set_origin_shape([1] * (MAX_RANK + 1))
-    with pytest.raises(ValueError):
-        ss.set_storage_shape([1] * (MAX_RANK + 1))
+    expect(ValueError, lambda: ss.set_origin_shape([1] * (MAX_RANK + 1)),
+           f"more than the maximum dimension count {MAX_RANK}")
+    expect(ValueError, lambda: ss.set_storage_shape([1] * (MAX_RANK + 1)),
+           f"more than the maximum dimension count {MAX_RANK}")
     assert ss.origin_shape.dims == [1] and ss.storage_shape.dims == [1]
 
 
@@ -175,39 +189,54 @@ def test_tensor_desc_shape_view_after_the_desc_is_gone_never_reads_freed_memory(
     view = td.shape
     del td
     gc.collect()
-    try:
-        dims = view.storage_shape.dims
-    except RuntimeError as e:  # expired with the TensorDesc
-        assert "expired" in str(e)
-    else:
-        assert dims == [2, 5]  # or kept alive by the view: never a stale read
+    expect(RuntimeError, lambda: view.storage_shape.dims,
+           "Borrowed native object has expired: its owning TensorDesc handle has expired")
 
 
-@pytest.mark.parametrize("bad", [(2, 3), "23", 3, {"a": 1}, StorageFormat()])
-def test_tensor_desc_bad_shape_type(bad):
-    with pytest.raises(TypeError):
-        TensorDesc(bad, DataType.DT_FLOAT)
+def test_tensor_desc_shape_is_settable():
+    td = TensorDesc([2, 3], DataType.DT_FLOAT)
+    td.shape = StorageShape([4], [5])
+    assert td.shape.origin_shape.dims == [4] and td.shape.storage_shape.dims == [5]
+    td.shape = [7, 8]
+    assert td.shape.origin_shape.dims == [7, 8] and td.shape.storage_shape.dims == [7, 8]
+    td.shape = None
+    assert td.shape.origin_shape.is_scalar() and td.shape.storage_shape.is_scalar()
+    with pytest.raises(TypeError, match="TensorDesc shape must be a StorageShape, list of integers, or None"):
+        td.shape = (1, 2)
+    assert td.shape.origin_shape.is_scalar()
+
+
+SHAPE_TYPE_ERROR = "TensorDesc shape must be a StorageShape, list of integers, or None, got "
+
+
+@pytest.mark.parametrize("bad,got", [
+    ((2, 3), "tuple"), ("23", "str"), (3, "int"), ({"a": 1}, "dict"),
+    (StorageFormat(), "StorageFormat"), ([1, True], "a list holding bool at index 1"),
+    ([1, 2.0], "a list holding float at index 1"),
+], ids=repr)
+def test_tensor_desc_bad_shape_type(bad, got):
+    expect(TypeError, lambda: TensorDesc(bad, DataType.DT_FLOAT), SHAPE_TYPE_ERROR + got)
 
 
 @pytest.mark.parametrize("bad", [0, 1.0, "DT_FLOAT", None, Format.FORMAT_ND])
 def test_tensor_desc_data_type_must_be_a_datatype(bad):
-    with pytest.raises(TypeError):
-        TensorDesc([1], bad)
+    expect(TypeError, lambda: TensorDesc([1], bad),
+           f"must be a DataType (ge.graph.DataType), got {type(bad).__name__}")
 
 
 def test_tensor_desc_data_type_at_dt_max_is_value_error():
-    with pytest.raises(ValueError):
-        TensorDesc([1], DataType.DT_MAX)
+    expect(ValueError, lambda: TensorDesc([1], DataType.DT_MAX),
+           "must be less than DataType.DT_MAX (29), got 29")
 
 
 def test_tensor_desc_too_many_dims_is_value_error():
-    with pytest.raises(ValueError):
-        TensorDesc([1] * (MAX_RANK + 1), DataType.DT_FLOAT)
+    expect(ValueError, lambda: TensorDesc([1] * (MAX_RANK + 1), DataType.DT_FLOAT),
+           f"TensorDesc shape exceeds the maximum dimension count {MAX_RANK}: got {MAX_RANK + 1} dims")
 
 
 def test_tensor_desc_bad_dim_type():
-    with pytest.raises(TypeError):
-        TensorDesc([1, "2"], DataType.DT_FLOAT)
+    expect(TypeError, lambda: TensorDesc([1, "2"], DataType.DT_FLOAT),
+           SHAPE_TYPE_ERROR + "a list holding str at index 1")
 
 
 def test_tensor_desc_set_data_type():
@@ -240,6 +269,23 @@ def test_storage_format_values():
     sf.set_expand_dims_type(ExpandDimsType("10"))
     assert sf.origin_format == Format.FORMAT_ND and sf.storage_format == Format.FORMAT_NCHW
     assert sf.expand_dims_type == ExpandDimsType("10")
+
+
+def test_storage_format_expand_dims_type_is_a_view():
+    sf = StorageFormat(Format.FORMAT_ND, Format.FORMAT_ND, ExpandDimsType("10"))
+    view = sf.expand_dims_type
+    view.set_expand_index(1)
+    assert sf.expand_dims_type.rule == "11"
+    del sf
+    gc.collect()
+    expect(RuntimeError, lambda: view.rule, "its owning StorageFormat handle has expired")
+
+
+def test_expand_dims_type_full_size_and_set_expand_index():
+    e = ExpandDimsType("1010")
+    assert e.full_size == 4
+    e.set_expand_index(1)
+    assert e.rule == "1110" and e.is_expand_index(1)
 
 
 def test_storage_format_bad_expand_dims_type():

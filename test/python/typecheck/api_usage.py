@@ -7,7 +7,8 @@ from ge.custom_op import (AnnotatedArgsContext, AnnotatedKernelArgs, AnnotatedKe
                           clear_registered_op_impls, get_compile_ctx, get_compile_platform_info,
                           get_declare_launch_args_ctx, get_execute_ctx, get_registered_op_impl_by_descriptor_key,
                           get_registered_op_impl_dicts, get_registered_op_impls, register_op, register_op_impl)
-from ge.custom_op.proto import (IrAttr, IrInput, IrOutput, OpProto, clear_registered_op_protos,
+from ge.custom_op.proto import (InputType, OpAttr, OpInput, OpOutput, OpProtoDescriptor, OutputType,
+                                clear_registered_op_protos, get_registered_op_proto_by_descriptor_key,
                                 get_registered_op_proto_by_op_type, get_registered_op_proto_dict_by_op_type,
                                 get_registered_op_proto_dicts, get_registered_op_protos)
 from ge.graph import DataType, Format
@@ -22,6 +23,7 @@ def probe(x: TensorDesc, opt: Optional[TensorDesc], xs: List[TensorDesc], *, n: 
     d.data_type = DataType.DT_DOUBLE
     d2 = TensorDesc(StorageShape([2, 3], [2, 3]), DataType.DT_FLOAT)
     d3 = TensorDesc(None, DataType.DT_INT64)
+    d3.shape = StorageShape([1], [1])  # settable (a list or None also works at run time)
     ss: StorageShape = d.shape
     ss.set_origin_shape([1, 2])
     ss.set_storage_shape((1, 2))
@@ -43,6 +45,8 @@ def probe(x: TensorDesc, opt: Optional[TensorDesc], xs: List[TensorDesc], *, n: 
     rule: str = e.rule
     mask: int = e.mask + e.rule_size
     exp: bool = e.is_expand_index(0) and ExpandDimsType(5) == ExpandDimsType()
+    full: int = e.full_size
+    e.set_expand_index(1)
     sf = StorageFormat(Format.FORMAT_NCHW, Format.FORMAT_ND, ExpandDimsType("1"))
     s2: Shape = d3.origin_shape
     s3: Shape = d3.storage_shape
@@ -56,13 +60,19 @@ class Probe:
         ctx: EagerOpExecutionContext = get_execute_ctx()
         count: int = ctx.get_input_num() + ctx.get_output_num() + ctx.get_stream()
         t: Tensor = ctx.get_input_tensor(0)
-        o: Optional[Tensor] = ctx.get_output_tensor(0)
+        req: Tensor = ctx.get_required_input_tensor(0)
+        maybe: Optional[Tensor] = ctx.get_optional_input_tensor(1)
+        inst: Tensor = ctx.get_dynamic_input_tensor(2, 0)
+        num: int = ctx.get_dynamic_input_num(2)
         y = ctx.malloc_output_tensor(0, x.storage_shape.dims, x.data_type)
+        o: Tensor = ctx.get_output_tensor(0)
+        ctx.malloc_output_tensor(4, StorageShape([2], [2]), StorageFormat(), DataType.DT_FLOAT)
         ctx.malloc_output_tensor(1, (2, 3), DataType.DT_FLOAT)
         ctx.malloc_output_tensor(2, x.shape, 0)
         ctx.malloc_output_tensor(3, x.storage_shape, dt)
         ref: Tensor = ctx.make_output_ref_input(0, 0)
-        ws = ctx.malloc_workspace(64)
+        ws_addr: int = ctx.malloc_workspace(64)
+        ws = ctx.malloc_workspace_buffer(64)
         ws.cast("f")[0] = 1.5
         ws[0:4] = b"\0\0\0\0"
         view = y.data.cast("B").cast("f")
@@ -97,7 +107,7 @@ class Probe:
                             *, n: int, f: float, dt: DataType, names: List[str]) -> None:
         ctx: AnnotatedArgsContext = get_declare_launch_args_ctx()
         ws: WorkspaceAddr = ctx.malloc_workspace(128)
-        sizes: int = ws.size + ws.index
+        sizes: int = ws.size + ws.index + ws.addr
         args: AnnotatedKernelArgs = ctx.create_kernel_args()
         args.append_input(0, x)
         args.append_input(1)
@@ -121,23 +131,30 @@ def registry() -> None:
         parts: Tuple[str, str, str] = (d.op_type, d.module_name, d.class_name)
         ifaces: Tuple[str, ...] = d.interfaces
         cls: type = d.cls
-        plain: Dict[str, Any] = d.to_dict()
+        plain: Dict[str, Any] = d.to_bridge_dict()
     found = get_registered_op_impl_by_descriptor_key("m:C:T")
     if found is not None:
         print(found.op_type)
     dicts: List[Dict[str, Any]] = get_registered_op_impl_dicts()
     clear_registered_op_impls()
-    protos: List[OpProto] = get_registered_op_protos()
+    protos: List[OpProtoDescriptor] = get_registered_op_protos()
     pr = get_registered_op_proto_by_op_type("ProbeCustom")
     if pr is not None:
-        ins: Tuple[IrInput, ...] = pr.inputs
-        outs: Tuple[IrOutput, ...] = pr.outputs
-        attrs: Tuple[IrAttr, ...] = pr.attrs
-        texts: List[str] = [pr.op_type, pr.module_name, pr.qualname, pr.return_form, pr.proto_key,
-                            ins[0].name, ins[0].kind, outs[0].kind, attrs[0].type]
-        req: bool = attrs[0].required
+        ins: Tuple[OpInput, ...] = pr.inputs
+        outs: Tuple[OpOutput, ...] = pr.outputs
+        attrs: Tuple[OpAttr, ...] = pr.attrs
+        texts: List[str] = [pr.descriptor_key, pr.op_type, pr.module_name, pr.func_name,
+                            ins[0].name, outs[0].name, attrs[0].name, attrs[0].type]
+        kinds: Tuple[InputType, OutputType] = (ins[0].kind, outs[0].kind)
+        indexes: int = ins[0].index + outs[0].index + attrs[0].index
+        req: bool = attrs[0].is_required
         default: Any = attrs[0].default
-        mut: Tuple[Tuple[str, int], ...] = pr.mutates
+        infer: Any = pr.infer_func
+        bridge: Dict[str, Any] = pr.to_bridge_dict()
+        again: Optional[OpProtoDescriptor] = get_registered_op_proto_by_descriptor_key(pr.descriptor_key)
+        made = OpProtoDescriptor(pr.descriptor_key, pr.op_type, pr.module_name, pr.func_name,
+                                 [OpInput("x", 0, InputType.REQUIRED)], [OpAttr("n", 0, "VT_INT", False, 1)],
+                                 [OpOutput("y", 0, OutputType.DYNAMIC)], probe)
     pd: Optional[Dict[str, Any]] = get_registered_op_proto_dict_by_op_type("ProbeCustom")
     pds: List[Dict[str, Any]] = get_registered_op_proto_dicts()
     clear_registered_op_protos()

@@ -25,9 +25,9 @@ def bad(x: TensorDesc, *, k: int = 0) -> TensorDesc:
 class Bad:
     def execute(self, x: Tensor, *, k: int) -> None:
         ctx = get_execute_ctx()
-        ctx.malloc_output_tensor("0", x.storage_shape.dims, x.data_type)  # E: "malloc_output_tensor" of "EagerOpExecutionContext" has incompatible type "str"
-        ctx.malloc_output_tensor(0, "2x3", x.data_type)  # E: "malloc_output_tensor" of "EagerOpExecutionContext" has incompatible type "str"
-        ctx.get_output_tensor(0).data  # E: Item "None" of "Optional[Tensor]" has no attribute "data"
+        ctx.malloc_output_tensor("0", x.storage_shape.dims, x.data_type)  # E: No overload variant of "malloc_output_tensor" of "EagerOpExecutionContext" matches argument types "str"
+        ctx.malloc_output_tensor(0, "2x3", x.data_type)  # E: No overload variant of "malloc_output_tensor" of "EagerOpExecutionContext" matches argument types "int", "str"
+        ctx.get_optional_input_tensor(0).data  # E: Item "None" of "Optional[Tensor]" has no attribute "data"
         x.data_type = DataType.DT_FLOAT  # E: Property "data_type" defined in "Tensor" is read-only
         x.data = b""  # E: Property "data" defined in "Tensor" is read-only
         ctx.malloc_workspace("64")  # E: "malloc_workspace" of "EagerOpExecutionContext" has incompatible type "str"
