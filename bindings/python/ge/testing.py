@@ -123,6 +123,11 @@ def _check_inputs(proto, inputs):
             raise TypeError(f"inputs must be HostTensor, None or a list of HostTensor, got {type(x).__name__}")
 
 
+def _ir(op_type):
+    """The canonical IR (``_proto.OpProto``) registered for ``op_type``, or None."""
+    return _proto.canonical_ir(_proto.get_registered_op_proto_by_op_type(op_type))
+
+
 def _check_attrs(proto, attrs):
     """Unknown and missing required attributes, as the host refuses them for a graph node."""
     known = [a.name for a in proto.attrs]
@@ -196,7 +201,7 @@ def run_execute(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[str
     attribute name, a missing required attribute or bad inputs; ValueError for
     bad attribute values; and whatever infer_meta or execute raises.
     """
-    proto = _proto.canonical_ir(_proto.get_registered_op_proto_by_op_type(op_type))
+    proto = _ir(op_type)
     impl = get_registered_op_impl_by_op_type(op_type)
     if impl is None:
         raise RuntimeError(f"no implementation registered for op_type '{op_type}'")
@@ -234,7 +239,7 @@ def run_execute(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[str
 def run_infer_meta(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[str, Any]] = None) -> list:
     """Call ``op_type``'s prototype as infer_meta (TensorDesc inputs, attrs with
     defaults applied) and return the flattened output TensorDescs."""
-    proto = _proto.canonical_ir(_proto.get_registered_op_proto_by_op_type(op_type))
+    proto = _ir(op_type)
     if proto is None:
         raise RuntimeError(f"no prototype registered for op_type '{op_type}'")
     full = {a["name"]: a["default"] for a in proto.to_dict()["attrs"] if not a["required"]}
@@ -286,7 +291,7 @@ def run_compile(op_type: str, inputs: Sequence[Any], outputs: Optional[Sequence[
     (pass it to run_execute to run with the state compile prepared). Raises
     whatever compile raises.
     """
-    proto = _proto.canonical_ir(_proto.get_registered_op_proto_by_op_type(op_type))
+    proto = _ir(op_type)
     impl = get_registered_op_impl_by_op_type(op_type)
     if impl is None:
         raise RuntimeError(f"no implementation registered for op_type '{op_type}'")
@@ -313,7 +318,7 @@ def run_declare_launch_args(op_type: str, inputs: Sequence[Any], outputs: Option
     "input", "output", "workspace" or "scalar". Raises whatever the callback
     raises, and RuntimeError when it declares no launch.
     """
-    proto = _proto.canonical_ir(_proto.get_registered_op_proto_by_op_type(op_type))
+    proto = _ir(op_type)
     impl = get_registered_op_impl_by_op_type(op_type)
     if impl is None:
         raise RuntimeError(f"no implementation registered for op_type '{op_type}'")

@@ -1,40 +1,42 @@
 """Operator prototypes: ``register_op`` and the per-interpreter prototype registry.
 
-This module implements section 2 of the plugin-author contract (API.md, "Prototype:
-``register_op(*, op_type, mutates_args=())``") and the attribute-type table of
-section 6.  A prototype is a plain Python function that is at the same time the
-operator's ``infer_meta``; its signature *is* the canonical IR of the operator:
+GE's ``register_op(*, op_type, mutates_args=())`` and its records
+(share/docs/plugin-authors.md, "The prototype"). A prototype is a plain Python
+function that is at the same time the operator's ``infer_meta``; its signature
+*is* the canonical IR of the operator:
 
 * positional parameters are the inputs (``TensorDesc`` = required,
-  ``Optional[TensorDesc]`` = optional, ``List[TensorDesc]`` = dynamic);
-* keyword-only parameters are the attributes, typed by annotation (section 6);
+  ``Optional[TensorDesc]`` = optional, ``List[TensorDesc]`` = dynamic), with
+  no defaults;
+* keyword-only parameters are the attributes, typed by annotation (a default
+  must have exactly the annotated type);
 * the return annotation gives the outputs (``None``, ``TensorDesc``,
   ``List[TensorDesc]`` or a ``Tuple`` of the latter two).
 
-The registry is a module-level dict: every interpreter (the host runs each plugin
-in its own sub-interpreter) has its own copy of the ``ge`` package and therefore
-its own registry.
+The registry holds GE's public records (:class:`OpProtoDescriptor` with
+:class:`OpInput` / :class:`OpAttr` / :class:`OpOutput`), keyed by descriptor_key
+and by op_type. The host's canonical IR (:class:`OpProto` with :class:`IrInput`
+/ :class:`IrOutput` / :class:`IrAttr`) is derived from a descriptor by
+:func:`canonical_ir`, never stored beside it. Every interpreter (the host runs
+each plugin in its own sub-interpreter) has its own copy of the ``ge`` package
+and therefore its own registry.
 
-Decisions where API.md is silent (also recorded in the project docs):
+Rules (GE's unless marked ours; also in the docs):
 
-* ``mutates_args`` shape errors (not a list/tuple, an element that is neither a
-  name nor a ``(name, index)`` pair, mixing both forms) are raised by
-  ``register_op(...)`` itself, before the function is seen; ``None`` is accepted
-  as "no aliasing".  Name and index errors need the signature and are raised when
-  the decorator is applied.
-* An output may only alias an input of the same kind (required output <->
-  required input, dynamic output <-> dynamic input); an optional input cannot be
-  aliased; an input can be aliased by at most one output.
-* Unnamed outputs are called ``output<i>`` where ``i`` is the output's position
-  among all outputs; on a clash with an input, attribute or another output name,
-  ``_1``, ``_2``, ... is appended.
-* A positional ``Optional[TensorDesc]`` input may have the default ``None``; any
-  other default on an input is rejected.
-* "Same content" for a re-registration means the same canonical IR and the same
-  function body (byte code, constants and names; line numbers are ignored).  The
-  first record is kept; the decorator returns the function it was given.
-* List defaults are stored in :class:`IrAttr` as tuples (the record is frozen);
-  :meth:`OpProto.to_dict` turns them back into lists.
+* ``mutates_args`` is checked when the decorator is applied: its shape
+  (TypeError) and its names and indices (ValueError); ``None`` means no aliasing.
+  An aliasing output takes the input's name.
+* Ours: an output may only alias an input of the same kind (required output <->
+  required input, dynamic output <-> dynamic input), so an optional input cannot
+  be aliased; an input can be aliased by at most one output.
+* Unnamed outputs are called ``output<i>`` where ``i`` is the output's position;
+  on a clash with an input name or an earlier output name, ``_1``, ``_2``, ...
+  is appended.
+* Re-registering a descriptor_key with the same definition (inputs, attrs with
+  their defaults, outputs; NaN equal to NaN) is a no-op that keeps the first
+  record; the function body is not compared.
+* List defaults are frozen into tuples in :class:`OpAttr` (the record is
+  frozen); ``to_bridge_dict()`` turns them back into lists.
 * Annotations written as strings (``from __future__ import annotations``) are
   resolved with :func:`typing.get_type_hints` against the function's globals.
 
