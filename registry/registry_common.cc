@@ -220,7 +220,7 @@ Stamp ComputeStamp(const std::string& path, bool is_package, bool with_hash) {
     }
     std::sort(files.begin(), files.end());
     for (const auto& f : files) StampFile(f, f.substr(path.size()), s, h);
-    // A package's pyproject.toml may also sit beside it? No: inside (API.md section 8).
+    // A package's pyproject.toml may also sit beside it? No: inside (share/docs/plugin-authors.md, opp folders).
   }
   if (with_hash) {
     char buf[17];

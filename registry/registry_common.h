@@ -32,7 +32,7 @@ bool IsDirectory(const std::string& path);
 // 'File "F", line L' in a traceback, or "F:L: ...") into `out`.
 void ErrorLocation(const std::string& error, const std::string& details, const std::string& path, json& out);
 
-// ---- discovery (API.md section 8) ----------------------------------------------------------
+// ---- discovery (share/docs/plugin-authors.md, opp folders) ----------------------------------------------------------
 struct Found {
   std::string name;  // module name (file stem or directory name)
   std::string path;  // canonical path of the .py file or package directory

@@ -43,7 +43,7 @@ json AttrValueJson(const ge::AttrValue& v) {
           for (auto d : x) a.push_back(ge::DataTypeName(d));
           return a;
         } else if constexpr (std::is_same_v<T, ge::TensorAttr>) {
-          return nullptr;  // tensor attributes have no default (API.md section 2)
+          return nullptr;  // tensor attributes have no default (share/docs/plugin-authors.md, "The prototype")
         } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
           json a = json::array();
           for (bool b : x) a.push_back(b);
@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
     if (!line.empty()) paths.push_back(line);
   }
   // Main-interpreter plugins first (numpy must be loaded by the main
-  // interpreter before any sub-interpreter exists; DESIGN.md).
+  // interpreter before any sub-interpreter exists; share/docs/host-design.md).
   std::stable_partition(paths.begin(), paths.end(), [](const std::string& p) { return WantsMain(p); });
 
   auto emit = [&](const json& j) {

@@ -1,5 +1,5 @@
 // compile.cc: OpCompileContext / CompilePlatformInfo views and the
-// schema-bound `compile` dispatch (API.md section 4).
+// schema-bound `compile` dispatch (share/docs/compile.md).
 #include <boost/python.hpp>
 
 #include <optional>
@@ -14,7 +14,7 @@ namespace {
 
 using CompileCtxView = View<OpCompileContext>;
 
-// A separate object from the context (API.md: the compile context itself has
+// A separate object from the context (share/docs/compile.md: the compile context itself has
 // no platform methods); it reads the platform lazily, once per callback.
 struct PlatformView {
   OpCompileContext* ctx = nullptr;

@@ -1,5 +1,5 @@
 // launch.cc: AnnotatedArgsContext / AnnotatedKernelArgs / WorkspaceAddr views
-// and the schema-bound `declare_launch_args` dispatch (API.md section 4).
+// and the schema-bound `declare_launch_args` dispatch (share/docs/launch-args.md).
 #include <boost/python.hpp>
 
 #include "dispatch.h"

@@ -698,7 +698,7 @@ void FreezeClass(bp::object cls) {
     Py_DECREF(fp);
   }
   // Boost.Python classes are one object shared by every interpreter (the module
-  // is single-phase); forbid plugins from changing them (DESIGN.md).
+  // is single-phase); forbid plugins from changing them (share/docs/host-design.md, "Interpreters").
   type->tp_flags |= Py_TPFLAGS_IMMUTABLETYPE;
   PyType_Modified(type);
 }

@@ -135,7 +135,7 @@ PythonRuntime::PythonRuntime(std::string package_dir) : package_dir_(std::move(p
                              (st.func ? std::string(" (in ") + st.func + ")" : ""));
   }
   // Main interpreter: the package on sys.path, the native module and the
-  // package imported before any sub-interpreter exists (DESIGN.md).
+  // package imported before any sub-interpreter exists (share/docs/host-design.md, "Interpreters").
   std::string error;
   PyObject* site = PyImport_ImportModule("site");
   PyObject* site_done = site ? PyObject_CallMethod(site, "main", nullptr) : nullptr;  // no_site is set: run it once here

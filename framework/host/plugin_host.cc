@@ -290,7 +290,7 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
 
  private:
   // The class is instantiated with no arguments the first time the host needs
-  // it (API.md section 3); bound methods are cached (an attribute lookup costs
+  // it (share/docs/plugin-authors.md, "The implementation"); bound methods are cached (an attribute lookup costs
   // ~140 ns on the hot path otherwise).
   Status BindMethod(const char* name, PyHandle& slot, const py::CallSite& site) {
     try {
@@ -523,7 +523,7 @@ struct PluginHost::Impl {
             if (itf == "annotated_args") mask |= static_cast<uint32_t>(CustomOpCapability::kAnnotatedArgs);
           }
           bp::object proto_obj = proto_mod.attr("get_registered_op_proto_by_op_type")(op_type);
-          // compile is validated again before every call (API.md section 5).
+          // compile is validated again before every call (share/docs/plugin-authors.md, "The implementation").
           bp::object descriptor = impl["cls"].attr("__ge_op_impl_descriptor__");
           bp::object revalidate = partial(validate_impl, descriptor, "compile", proto_obj);
           made.push_back(std::make_shared<PythonOpAdapter>(
@@ -674,7 +674,7 @@ const std::vector<PluginReport>& PluginHost::LoadAll() {
   }
   // Main-interpreter plugins load first: an extension module (numpy) must be
   // loaded by the main interpreter before any sub-interpreter exists
-  // (DESIGN.md). Ops are then registered in path order, so the first plugin in
+  // (share/docs/host-design.md, "Interpreters"). Ops are then registered in path order, so the first plugin in
   // path order wins a conflict whatever its isolation.
   std::vector<PluginReport> results(metas.size());
   std::vector<Impl::Pending> pending(metas.size());

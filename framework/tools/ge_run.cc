@@ -134,7 +134,7 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
     }
     if (soc != "host") {
       // Checked up front so that a typo is a usage error even when no compile
-      // reads the platform (a broken ini still fails that compile, API.md).
+      // reads the platform (a broken ini still fails that compile, share/docs/compile.md).
       const std::string dir = DefaultPlatformDir();
       std::error_code ec;
       if (soc.find('/') != std::string::npos || !stdfs::is_regular_file(stdfs::path(dir) / (soc + ".ini"), ec)) {

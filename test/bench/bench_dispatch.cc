@@ -1,4 +1,4 @@
-// Dispatch benchmarks (DESIGN.md targets):
+// Dispatch benchmarks (targets: share/docs/host-design.md, "Targets"):
 //  * EagerDispatch: C++ -> Python execute of a no-op op (2 inputs, 1 output,
 //    1 int attr) through the registry's op object, as an engine calls it.
 //  * BarePythonCall: the same execute function called from C++ with

@@ -1,4 +1,4 @@
-// Annotated-args benchmarks (DESIGN.md: 0 Python calls per run; host overhead
+// Annotated-args benchmarks (share/docs/host-design.md, "Targets": 0 Python calls per run; host overhead
 // per launch <= 1 us on top of the kernel):
 //  * KernelDirect: the kernel function called directly from C++.
 //  * ReplayLaunch: what the engine does per launch of a cached task plan:

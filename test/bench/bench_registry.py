@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Registry benchmark: generates N small plugins (default 1000), then reports
 the cold scan time per plugin and the warm `ge-plugin-ls --json` wall time
-through the daemon and through the cache (medians). Targets (DESIGN.md):
+through the daemon and through the cache (medians). Targets (share/docs/host-design.md, "Targets"):
 cold scan <= 5 ms per plugin, warm ls --json over 1000 plugins <= 20 ms.
 
 usage: bench_registry.py [--plugins N] [--repeat R] [--bin DIR]

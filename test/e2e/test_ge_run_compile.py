@@ -1,6 +1,6 @@
 """ge-run's compile phase end to end: --soc, --option, compile counts, compile
 never at load nor during execution, failing compiles, unknown SoCs, the tiling
-sample, and all 12 attribute kinds in compile (API.md section 4, DESIGN.md)."""
+sample, and all 12 attribute kinds in compile (share/docs/compile.md)."""
 import configparser
 import json
 import math

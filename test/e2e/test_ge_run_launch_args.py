@@ -1,5 +1,5 @@
-"""Annotated launch args end to end through ge-run (API.md section 4, DESIGN.md
-"Annotated args on the host CPU"): the axpy kernel sample against numpy for
+"""Annotated launch args end to end through ge-run (share/docs/launch-args.md,
+"The host CPU backend"): the axpy kernel sample against numpy for
 several shapes, dtypes and SoCs; one declaration and no per-run Python call over
 100 runs; several launches per node in order; dynamic and optional instances by
 flattened index; a node with execute and declare_launch_args uses the plan;

@@ -1,4 +1,4 @@
-"""Borrowed-object lifetime inside the host (API.md sections 4 and 7), through ge-run.
+"""Borrowed-object lifetime inside the host (share/docs/plugin-authors.md, "Tensors and lifetimes"), through ge-run.
 
 The test plugins under plugins/testing/e2e/ check a behaviour inside execute
 and write one float32 verdict per check into their output (1.0 = as

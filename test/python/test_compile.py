@@ -1,7 +1,7 @@
 """Schema-bound compile through ge.testing.run_compile (the host's dispatch code):
 reflection, binding, signature checks, get_compile_ctx / get_compile_platform_info
 and their errors, read-only borrowing, lifetimes, platform values against the
-shipped ini files (API.md sections 3-7). Plain python3, no host."""
+shipped ini files (share/docs/compile.md). Plain python3, no host."""
 import configparser
 import contextvars
 import os

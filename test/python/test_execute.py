@@ -1,6 +1,6 @@
 """Schema-bound execute through ge.testing.run_execute (the host's dispatch code):
 argument binding, Tensor.data, lifetime of borrowed objects, context scoping
-(API.md sections 1, 4, 6 and 7). Plain python3, no host."""
+(share/docs/plugin-authors.md). Plain python3, no host."""
 import contextvars
 import ctypes
 import struct

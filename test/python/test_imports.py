@@ -1,4 +1,4 @@
-"""Import footprint of ``ge.custom_op`` (DESIGN.md: per-plugin sub-interpreter budget).
+"""Import footprint of ``ge.custom_op`` (share/docs/host-design.md, "Targets": per-plugin sub-interpreter budget).
 
 Importing ``ge.custom_op``, registering a typical prototype and implementation
 and running the host's ``_host.snapshot()`` / ``_host.collect()`` must not import

@@ -1,4 +1,4 @@
-"""A prototype called as infer_meta (API.md section 2, last rule): call_infer_meta."""
+"""A prototype called as infer_meta (share/docs/plugin-authors.md, "The prototype"): call_infer_meta."""
 from typing import List, Optional, Tuple
 
 import pytest

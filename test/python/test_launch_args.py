@@ -1,7 +1,7 @@
 """Schema-bound declare_launch_args through ge.testing.run_declare_launch_args (the
 host's dispatch code): reflection, get_declare_launch_args_ctx, AnnotatedArgsContext,
 AnnotatedKernelArgs, AnnotatedKernelLaunchInfo, WorkspaceAddr and every error of
-API.md section 4, binding by flattened instance index, lifetimes, signature
+share/docs/launch-args.md, binding by flattened instance index, lifetimes, signature
 validation (section 5), and the axpy kernel sample's compile -> declare hand-off.
 Plain python3, no host (the end-to-end runs are in test/e2e/test_ge_run_launch_args.py)."""
 import contextvars

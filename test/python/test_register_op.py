@@ -1,4 +1,4 @@
-"""register_op and the prototype registry (API.md sections 2 and 6)."""
+"""register_op and the prototype registry (share/docs/plugin-authors.md, "The prototype")."""
 import dataclasses
 import functools
 from typing import List, Optional, Tuple, Union

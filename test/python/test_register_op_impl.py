@@ -1,4 +1,4 @@
-"""register_op_impl and the implementation registry (API.md section 3)."""
+"""register_op_impl and the implementation registry (share/docs/plugin-authors.md, "The implementation")."""
 import abc
 import dataclasses
 

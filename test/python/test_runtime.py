@@ -1,4 +1,4 @@
-"""ge.runtime value types and class rules (API.md sections 1 and 7), in plain python3."""
+"""ge.runtime value types and class rules (share/docs/plugin-authors.md, "Tensors and lifetimes"), in plain python3."""
 import gc
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""Callback signature validation against the canonical IR (API.md sections 5 and 6),
+"""Callback signature validation against the canonical IR (share/docs/plugin-authors.md, "The implementation"),
 and the host's all-or-nothing collection of a plugin's registrations (_host)."""
 import textwrap
 from typing import List, Optional, Tuple

@@ -10,7 +10,7 @@ import sys
 
 # The frozen importlib modules are already loaded in every interpreter;
 # importing importlib.util / sysconfig / tomllib here would cost every
-# sub-interpreter a few hundred KiB and milliseconds (DESIGN.md memory target).
+# sub-interpreter a few hundred KiB and milliseconds (share/docs/host-design.md, "Targets").
 import _frozen_importlib as _bootstrap
 import _frozen_importlib_external as _bootstrap_external
 
@@ -214,7 +214,7 @@ def _install_extension_guard(plugin_name, is_package=True):
     """Refuse compiled extensions from outside the standard library in this
     (sub-)interpreter: on Python 3.11, numpy, Cython and PyO3 modules load in
     only one interpreter per process, and loading one here would break it in the
-    main interpreter too (DESIGN.md)."""
+    main interpreter too (share/docs/host-design.md, "Interpreters")."""
     loader = _bootstrap_external.ExtensionFileLoader
     if getattr(loader.create_module, "_ge_guard", False):
         return

@@ -5,7 +5,7 @@ callbacks (borrowed: any use after the callback returns raises RuntimeError
 "Borrowed native object has expired"); they cannot be constructed (TypeError).
 ``TensorDesc``, ``StorageShape``, ``StorageFormat`` and ``ExpandDimsType`` are
 owned values you may construct. Behaviour follows GE's ``ge.runtime`` API
-(API.md section 7); ``Tensor.data`` and ``__array_interface__`` are ours.
+(share/docs/plugin-authors.md, "Tensors and lifetimes"); ``Tensor.data`` and ``__array_interface__`` are ours.
 """
 from enum import IntEnum
 

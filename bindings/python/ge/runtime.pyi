@@ -1,4 +1,4 @@
-# Type stubs of ge.runtime (API.md section 7).
+# Type stubs of ge.runtime (share/docs/plugin-authors.md, "Tensors and lifetimes").
 #
 # At run time Tensor, TensorDesc, Shape, StorageShape, StorageFormat and
 # ExpandDimsType are classes of the native module _ge_native re-exported here;

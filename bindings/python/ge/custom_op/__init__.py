@@ -2,7 +2,7 @@
 
 Compatible with the ``ge.custom_op`` package of Huawei CANN's Graph Engine
 (names, argument order, exception types and quoted message fragments; see
-API.md). ``register_op`` declares an operator's prototype (its canonical IR and
+share/docs/plugin-authors.md). ``register_op`` declares an operator's prototype (its canonical IR and
 infer_meta); ``register_op_impl`` declares the class implementing it. The host
 calls the implementation's ``execute`` / ``compile`` / ``declare_launch_args``
 with the node's tensors bound by IR order; inside a callback the matching
@@ -102,7 +102,7 @@ def get_declare_launch_args_ctx() -> AnnotatedArgsContext:
 
     Borrowed: valid until that callback returns. ``malloc_workspace(size)``,
     ``get_stream_id()``, ``create_kernel_args()`` and ``add_launch(info, args)``
-    declare the node's kernel launches (API.md section 4). Raises RuntimeError
+    declare the node's kernel launches (share/docs/launch-args.md). Raises RuntimeError
     anywhere else.
     """
     ctx = _LAUNCH_CTX.get()
@@ -127,7 +127,7 @@ class InferMetaContext(_HostOnly):
 
 
 class AnnotatedKernelLaunchInfo:
-    """An owned description of one kernel launch (API.md section 4).
+    """An owned description of one kernel launch (share/docs/launch-args.md).
 
     ``AnnotatedKernelLaunchInfo(*, kernel_name: str, kernel_bin: bytes,
     block_dim: int, stream_id: int)``. Empty name or binary, or block_dim == 0

@@ -1,4 +1,4 @@
-# Type stubs of ge.custom_op (API.md sections 1-4).
+# Type stubs of ge.custom_op (share/docs/plugin-authors.md, compile.md, launch-args.md).
 #
 # At run time the context classes (EagerOpExecutionContext, OpCompileContext,
 # CompilePlatformInfo, AnnotatedArgsContext, AnnotatedKernelArgs, WorkspaceAddr)

@@ -7,7 +7,7 @@ The host, inside the plugin's interpreter, does::
     result = _host.collect(before)      # or _host.discard(before) if the import failed
 
 ``collect`` validates every implementation registered by the import against the
-canonical IR of its op_type (API.md section 5) and, on any error, removes
+canonical IR of its op_type (share/docs/plugin-authors.md, "The implementation") and, on any error, removes
 everything the import registered before re-raising: "a plugin whose
 implementation fails validation registers nothing (all or nothing)".
 
@@ -137,7 +137,7 @@ def collect(before: Snapshot) -> Dict[str, Any]:
         offending method is defined (``co_filename`` / ``co_firstlineno`` of the
         function, staticmethod/classmethod and ``__wrapped__`` unwrapped); the
         exception object itself is re-raised.  Before re-raising, everything
-        registered since ``before`` is removed (API.md section 5, "all or nothing").
+        registered since ``before`` is removed (share/docs/plugin-authors.md, "Errors and what they mean": all or nothing).
         TypeError: ``before`` is not a snapshot (nothing is removed then).
     """
     before = _check_before(before)

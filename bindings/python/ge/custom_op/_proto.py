@@ -41,7 +41,7 @@ Rules (GE's unless marked ours; also in the docs):
   resolved with :func:`typing.get_type_hints` against the function's globals.
 
 This module does not import :mod:`typing` (about 1.4 MiB per sub-interpreter,
-with ``re``; DESIGN.md's per-plugin budget).  A ``typing`` construct
+with ``re``; share/docs/host-design.md, "Targets").  A ``typing`` construct
 (``Optional[X]``, ``List[X]``, ``ForwardRef``, ...) can only exist once some code
 has imported ``typing``, so the annotation helpers look it up in ``sys.modules``
 and use its ``get_origin`` / ``get_args`` / ``Union`` when it is there; builtin
@@ -137,7 +137,7 @@ class IrOutput(FrozenRecord):
 class IrAttr(FrozenRecord):
     """One attribute of the canonical IR.
 
-    ``type`` is one of the ``VT_*`` strings of API.md section 6; ``required`` is
+    ``type`` is one of the ``VT_*`` strings of share/docs/plugin-authors.md, "The prototype"; ``required`` is
     True when the prototype gives no default, in which case ``default`` is None.
     List defaults are kept as tuples (nested tuples for VT_LIST_LIST_INT);
     DataType defaults stay :class:`ge.graph.DataType`.
@@ -589,7 +589,7 @@ _SCALAR_ATTR_TYPES = (
 
 
 def attr_type_of(annotation: Any) -> Optional[str]:
-    """Map an attribute annotation to its ``VT_*`` type (API.md section 6), or None."""
+    """Map an attribute annotation to its ``VT_*`` type (share/docs/plugin-authors.md, "The prototype"), or None."""
     for py_type, vt in _SCALAR_ATTR_TYPES:
         if annotation is py_type:
             return vt

@@ -2,7 +2,7 @@
 
 ``import inspect`` pulls in ``ast``, ``dis``, ``tokenize``, ``linecache``, the
 enum machinery and more (several MiB and milliseconds per sub-interpreter; see
-DESIGN.md's per-plugin budget).  Every prototype and almost every implementation
+share/docs/host-design.md, "Targets").  Every prototype and almost every implementation
 method is a plain ``def``, whose parameters can be read straight from the code
 object, so this module does that and only falls back to :mod:`inspect` (imported
 lazily, at that moment) for the rare callables it does not model.

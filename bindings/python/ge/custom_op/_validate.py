@@ -53,7 +53,7 @@ from ._proto import (ATTR_ANNOTATION_TEXT, AnnotationError, annotation_repr, att
 
 __all__ = ["validate_impl", "validate_descriptor", "SCHEMA_METHODS"]
 
-#: The schema-bound callback names, in the fixed order of API.md section 3.
+#: The schema-bound callback names, in the fixed order of share/docs/plugin-authors.md, "The implementation".
 SCHEMA_METHODS: Tuple[str, ...] = tuple(m for m, _ in METHOD_INTERFACES)
 
 _POSITIONAL = _sig.POSITIONAL

@@ -76,7 +76,7 @@ struct PluginReport {
 // Splits a ':'-separated opp path, dropping empty entries.
 std::vector<std::string> SplitOppPath(const std::string& value);
 
-// Expands opp path entries into plugins per API.md section 8 (a folder is
+// Expands opp path entries into plugins per share/docs/plugin-authors.md (opp folders, first section) (a folder is
 // scanned one level deep in name order; each non-underscore .py file and each
 // sub-directory with __init__.py is a plugin; the same file reached twice is
 // listed once). Entries that do not exist or are not a .py file / folder are

@@ -18,7 +18,7 @@
 
 namespace ge {
 
-// The attribute kinds of the canonical IR (API.md §6; GE's AnyValue VT_* names).
+// The attribute kinds of the canonical IR (share/docs/plugin-authors.md, "The prototype"; GE's AnyValue VT_* names).
 enum class AttrType : int32_t {
   VT_INT = 0,
   VT_FLOAT,

@@ -1,4 +1,4 @@
-"""Borrowed-object lifetime checks run inside ge-run (API.md sections 4 and 7).
+"""Borrowed-object lifetime checks run inside ge-run (share/docs/plugin-authors.md, "Tensors and lifetimes").
 
 Every op writes verdicts into a float32 output: 1.0 = behaves as specified,
 0.0 = not. The tests read the output file and name the failing check by index
