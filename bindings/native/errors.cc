@@ -54,6 +54,23 @@ std::string SafeStr(PyObject* obj) {
   return Utf8(s.get());
 }
 
+namespace {
+
+// "<dir of the ge package>/" as the current interpreter imported it, or "" when
+// ge is not imported. Precondition: the GIL is held.
+std::string GePackageDir() {
+  Ref name(PyUnicode_FromString("ge"));
+  Ref mod(name ? PyImport_GetModule(name.get()) : nullptr);
+  Ref path(mod ? PyObject_GetAttrString(mod.get(), "__file__") : nullptr);
+  PyErr_Clear();
+  if (!path || !PyUnicode_Check(path.get())) return "";
+  const std::string file = SafeStr(path.get());
+  const std::size_t slash = file.rfind('/');
+  return slash == std::string::npos ? "" : file.substr(0, slash + 1);
+}
+
+}  // namespace
+
 ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, const std::string& call_site,
                            const std::string& fallback_message) {
   ErrorInfo info;
@@ -86,9 +103,13 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
     }
   }
   // The innermost frame of the plugin (a frame in `file`, or under it for a
-  // package directory); the innermost frame overall when none is the plugin's
-  // (an error raised inside numpy or ge names the plugin line that called it).
+  // package directory), so an error raised inside numpy or ge names the plugin
+  // line that called it. When no frame is the plugin's (signature validation
+  // run by the host), the innermost frame outside the host's own `ge` package:
+  // a line of ge itself tells a plugin author nothing (such messages name the
+  // plugin's method themselves). No such frame: no location.
   if (info.location.empty() && tb) {
+    const std::string ge_dir = GePackageDir();
     std::string innermost, in_plugin;
     for (auto* t = reinterpret_cast<PyTracebackObject*>(tb.get()); t != nullptr; t = t->tb_next) {
       PyCodeObject* code = PyFrame_GetCode(t->tb_frame);
@@ -98,10 +119,11 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
       PyErr_Clear();
       if (!filename) continue;
       const std::string name = SafeStr(filename.get());
-      innermost = name + ":" + std::to_string(t->tb_lineno);
+      const std::string here = name + ":" + std::to_string(t->tb_lineno);
       const bool ours = !file.empty() && name.compare(0, file.size(), file) == 0 &&
                         (name.size() == file.size() || name[file.size()] == '/');
-      if (ours) in_plugin = innermost;
+      if (ours) in_plugin = here;
+      if (ge_dir.empty() || name.compare(0, ge_dir.size(), ge_dir) != 0) innermost = here;
     }
     info.location = in_plugin.empty() ? innermost : in_plugin;
   }

@@ -423,7 +423,13 @@ BOOST_AUTO_TEST_CASE(exception_inside_decorator) {
 BOOST_AUTO_TEST_CASE(invalid_execute_signature) {
   Loaded l({Case("bad_signature"), Case("good")});
   const std::string file = Canon(Case("bad_signature") + "/bad_sig.py");
-  ExpectLoadFailure(l, "bad_sig", file, {"HostBadSig", "execute", "expected", "actual"});
+  const PluginReport& r = ExpectLoadFailure(l, "bad_sig", file, {"HostBadSig", "execute", "expected", "actual"});
+  // The message ends with where the method is defined; no frame of the host's
+  // own ge package (the validator) is named as the location.
+  const std::string site = "(at " + file + ":12)";
+  BOOST_CHECK_MESSAGE(r.error.size() >= site.size() && r.error.compare(r.error.size() - site.size(), site.size(), site) == 0,
+                      "error does not end with " << site << ": " << r.error);
+  BOOST_CHECK_MESSAGE(!Contains(r.error, "_validate.py"), "error names the validator: " << r.error);
   BOOST_CHECK(!l.registry.Find("HostBadSig"));  // all or nothing
   CheckGoodStillLoads(l);
 }
