@@ -164,3 +164,44 @@ def test_inline_value_out_of_range_is_an_error(ge_run, write_graph):
     assert res.returncode == 1
     assert "inputs[0]" in res.stderr and "'x'" in res.stderr and "int8" in res.stderr
     assert res.outputs() == []
+
+
+def _bf16_exact(values):
+    """bfloat16 bits of each double, rounded once to nearest even (exact arithmetic)."""
+    import math
+    from fractions import Fraction
+    out = []
+    for v in values:
+        if v == 0:
+            out.append(0x8000 if math.copysign(1.0, v) < 0 else 0)
+            continue
+        e = max(math.frexp(abs(v))[1] - 1, -126)  # exponent of the binade (subnormals: -126)
+        ulp = Fraction(2) ** (e - 7)
+        n = round(Fraction(abs(v)) / ulp)  # Python's round: half to even
+        r = n * ulp
+        bits = 0x7f80 if r >= Fraction(2) ** 128 else int(np.array([float(r)], np.float32).view(np.uint32)[0] >> 16)
+        out.append(bits | (0x8000 if v < 0 else 0))
+    return np.array(out, np.uint16)
+
+
+def test_reduced_precision_inline_data_is_rounded_once_from_the_json_double(ge_run, write_graph):
+    # A double just above a midpoint of the 16-bit grid: rounding through float32
+    # first lands on the midpoint and ties the wrong way (1.0 instead of numpy's
+    # 1.0009765625 for float16; 1.0 instead of 1.0078125 for bfloat16).
+    rng = np.random.default_rng(7)
+    f16 = [1.0004882812509095, 65504.0, 65519.99, 65520.0, 2.0 ** -14, 2.0 ** -24, 2.0 ** -25,
+           2.0 ** -25 * 1.0000001, 3.0 * 2.0 ** -26, 1e-30, -0.0, -1.0004882812509095]
+    f16 += [float(v) for v in rng.uniform(-70000, 70000, 40)]
+    f16 += [float(v) for v in rng.standard_normal(40) * 2.0 ** rng.integers(-26, 16, 40)]
+    bf = [1.0039062509313226, -1.0039062509313226, 1.00390625, 3.0e38, 3.3961e38, 3.4e38,
+          2.0 ** -126, 2.0 ** -133, 2.0 ** -134, 2.0 ** -134 * 1.0000001, 1e-300, -0.0]
+    bf += [float(v) for v in rng.standard_normal(60) * 2.0 ** rng.integers(-140, 120, 60)]
+    inputs = [{"name": "h", "dtype": "float16", "shape": [len(f16)], "data": f16},
+              {"name": "b", "dtype": "bfloat16", "shape": [len(bf)], "data": bf}]
+    g = write_graph([node("ch", "E2eCopy", ["h"]), node("cb", "E2eCopy", ["b"])], ["ch:0", "cb:0"], inputs=inputs)
+    res = ge_run(g)
+    assert res.returncode == 0, res.stderr
+    with np.errstate(over="ignore"):
+        expected_h = np.array(f16, np.float64).astype(np.float16)
+    np.testing.assert_array_equal(res.load("ch_0.npy").view(np.uint16), expected_h.view(np.uint16))
+    np.testing.assert_array_equal(np.frombuffer(res.load("cb_0.npy").tobytes(), np.uint16), _bf16_exact(bf))

@@ -15,38 +15,36 @@ namespace {
 
 using nlohmann::json;
 
-// IEEE binary16 from float, round to nearest even.
-uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000;
-  const uint32_t exp = (x >> 23) & 0xff;
-  uint32_t man = x & 0x7fffff;
-  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (man ? 0x200 : 0));
-  int e = static_cast<int>(exp) - 127 + 15;
-  if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00);
-  if (e <= 0) {
-    if (e < -10) return static_cast<uint16_t>(sign);
-    man |= 0x800000;
-    const int shift = 14 - e;
-    uint32_t half = man >> shift;
-    const uint32_t rem = man & ((1U << shift) - 1);
-    const uint32_t mid = 1U << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1))) ++half;
-    return static_cast<uint16_t>(sign | half);
+// A 16-bit float (1 sign bit, `exp_bits` exponent bits, `man_bits` mantissa
+// bits: binary16 is 5/10, bfloat16 8/7) from a double, rounded once to nearest
+// even, as numpy's float16(x) does. Rounding through float first would round
+// twice: a value just above a midpoint can land on the midpoint and then tie
+// the wrong way. Subnormals, infinities and NaN (quiet) are kept.
+uint16_t DoubleTo16(double d, int exp_bits, int man_bits) {
+  uint64_t x;
+  std::memcpy(&x, &d, 8);
+  const uint32_t sign = static_cast<uint32_t>(x >> 63) << 15;
+  const int exp = static_cast<int>((x >> 52) & 0x7ff);
+  const uint64_t man = x & ((uint64_t{1} << 52) - 1);
+  const int max_e = (1 << exp_bits) - 1;
+  const uint32_t inf = static_cast<uint32_t>(max_e) << man_bits;
+  if (exp == 0x7ff) return static_cast<uint16_t>(sign | inf | (man ? 1U << (man_bits - 1) : 0));
+  if (exp == 0) return static_cast<uint16_t>(sign);  // double subnormals are far below both formats
+  const int e = exp - 1023 + ((1 << (exp_bits - 1)) - 1);
+  if (e >= max_e) return static_cast<uint16_t>(sign | inf);
+  auto round = [](uint64_t kept, uint64_t rem, int shift) {
+    const uint64_t mid = uint64_t{1} << (shift - 1);
+    return (rem > mid || (rem == mid && (kept & 1))) ? kept + 1 : kept;  // a carry moves into the exponent
+  };
+  if (e <= 0) {  // subnormal in the target format
+    if (e < -man_bits) return static_cast<uint16_t>(sign);
+    const uint64_t full = man | (uint64_t{1} << 52);
+    const int shift = 52 - man_bits + 1 - e;
+    return static_cast<uint16_t>(sign | round(full >> shift, full & ((uint64_t{1} << shift) - 1), shift));
   }
-  uint32_t half = (static_cast<uint32_t>(e) << 10) | (man >> 13);
-  const uint32_t rem = man & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) ++half;
-  return static_cast<uint16_t>(sign | half);
-}
-
-uint16_t FloatToBf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((x >> 16) | 0x40);
-  const uint32_t rounding = 0x7fff + ((x >> 16) & 1);
-  return static_cast<uint16_t>((x + rounding) >> 16);
+  const int shift = 52 - man_bits;
+  const uint64_t kept = (static_cast<uint64_t>(e) << man_bits) | (man >> shift);
+  return static_cast<uint16_t>(sign | round(kept, man & ((uint64_t{1} << shift) - 1), shift));
 }
 
 void Flatten(const json& v, std::size_t depth, const Shape& shape, std::vector<const json*>& out, const std::string& where) {
@@ -142,8 +140,8 @@ Tensor TensorFromJson(const json& data, DataType dtype, const Shape& shape, cons
   switch (dtype) {
     case DT_FLOAT: for (std::size_t i = 0; i < vals.size(); ++i) static_cast<float*>(dst)[i] = static_cast<float>(as_double(i)); break;
     case DT_DOUBLE: for (std::size_t i = 0; i < vals.size(); ++i) static_cast<double*>(dst)[i] = as_double(i); break;
-    case DT_FLOAT16: for (std::size_t i = 0; i < vals.size(); ++i) static_cast<uint16_t*>(dst)[i] = FloatToHalf(static_cast<float>(as_double(i))); break;
-    case DT_BF16: for (std::size_t i = 0; i < vals.size(); ++i) static_cast<uint16_t*>(dst)[i] = FloatToBf16(static_cast<float>(as_double(i))); break;
+    case DT_FLOAT16: for (std::size_t i = 0; i < vals.size(); ++i) static_cast<uint16_t*>(dst)[i] = DoubleTo16(as_double(i), 5, 10); break;
+    case DT_BF16: for (std::size_t i = 0; i < vals.size(); ++i) static_cast<uint16_t*>(dst)[i] = DoubleTo16(as_double(i), 8, 7); break;
     case DT_INT8: StoreInts<int8_t>(vals, dst, where, dtype); break;
     case DT_INT16: StoreInts<int16_t>(vals, dst, where, dtype); break;
     case DT_INT32: StoreInts<int32_t>(vals, dst, where, dtype); break;
