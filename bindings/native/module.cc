@@ -70,9 +70,12 @@ bp::object TestingExecute(bp::object method, bp::object ctx_var, bp::object prot
   std::vector<std::shared_ptr<Tensor>> owned;
   std::vector<Tensor*> flat;
   std::vector<std::size_t> counts;
+  // As in the engine: an input the op does not declare as mutated is read-only.
+  const std::vector<bool> mutated = schema->MutatedInputs();
   for (std::size_t k = 0; k < schema->inputs.size(); ++k) {
     bp::object in = inputs[k];
     const std::string what = "input '" + schema->inputs[k].name + "'";
+    const std::size_t first = owned.size();
     if (schema->inputs[k].kind == IrInputKind::kDynamic) {
       if (!PyList_Check(in.ptr())) RaiseTypeError(what + " is dynamic: pass a list");
       counts.push_back(static_cast<std::size_t>(bp::len(in)));
@@ -83,6 +86,9 @@ bp::object TestingExecute(bp::object method, bp::object ctx_var, bp::object prot
     } else {
       counts.push_back(1);
       owned.push_back(HostTensorFrom(in, what));
+    }
+    if (!mutated[k]) {
+      for (std::size_t i = first; i < owned.size(); ++i) *owned[i] = owned[i]->ReadOnlyView();
     }
   }
   for (auto& t : owned) flat.push_back(t.get());

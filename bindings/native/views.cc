@@ -719,7 +719,9 @@ bp::object RefuseInit(bp::tuple args, bp::dict) {
 }
 
 bp::object MakeTensor(ge::Tensor* t, std::shared_ptr<void> keep, const LeasePtr& lease, bool read_only) {
-  return bp::object(TensorView{t, std::move(keep), lease, read_only});
+  // A tensor the engine marked read-only (an input the op does not declare as
+  // mutated) gives read-only views: data, shape and format setters refuse.
+  return bp::object(TensorView{t, std::move(keep), lease, read_only || t->IsReadOnly()});
 }
 
 bp::object MakeExecCtx(ge::EagerOpExecutionContext* ctx, const LeasePtr& lease) {

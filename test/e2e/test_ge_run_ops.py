@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from e2e_helpers import f32, node
+from e2e_helpers import assert_failed_cleanly, f32, node
 
 A, B, C, BIAS = [1.0, 2.0], [10.0, 20.0], [100.0, 200.0], [0.5, -0.5]
 
@@ -205,3 +205,31 @@ def test_reduced_precision_inline_data_is_rounded_once_from_the_json_double(ge_r
         expected_h = np.array(f16, np.float64).astype(np.float16)
     np.testing.assert_array_equal(res.load("ch_0.npy").view(np.uint16), expected_h.view(np.uint16))
     np.testing.assert_array_equal(np.frombuffer(res.load("cb_0.npy").tobytes(), np.uint16), _bf16_exact(bf))
+
+
+@pytest.mark.parametrize("order", [("r", "a"), ("a", "r")])
+@pytest.mark.parametrize("source", ["graph input", "intermediate"])
+def test_an_in_place_op_never_changes_what_its_siblings_read(ge_run, write_graph, order, source):
+    # r clamps x at 0 in place (mutates_args); a reads the same x. Whatever the
+    # JSON order, a sees the value before r's change and r's output is clamped.
+    nodes = {"r": node("r", "E2eClampInPlace", ["v"]), "a": node("a", "E2eTwice", ["v"])}
+    listed = [nodes[k] for k in order]
+    if source == "graph input":
+        listed = [dict(n, inputs=["x"]) for n in listed]
+    else:
+        listed = [node("v", "E2eCopy", ["x"])] + [dict(n, inputs=["v:0"]) for n in listed]
+    g = write_graph(listed, ["a:0", "r:0"], inputs=[f32("x", [-1.0, 2.0])])
+    res = ge_run(g, "--repeat", "2")
+    assert res.returncode == 0, res.stderr
+    assert res.load("a_0.npy").tolist() == [-2.0, 4.0]
+    assert res.load("r_0.npy").tolist() == [0.0, 2.0]
+
+
+@pytest.mark.parametrize(("op_type", "fragment"), [
+    ("E2eWriteInput", "cannot modify read-only memory"),
+    ("E2eSetInputDim", "borrowed object is read-only"),
+])
+def test_an_input_not_declared_as_mutated_is_read_only(ge_run, write_graph, op_type, fragment):
+    g = write_graph([node("w", op_type, ["x"]), node("a", "E2eTwice", ["x"])], ["a:0"], inputs=[f32("x", [1.0, 2.0])])
+    res = ge_run(g)
+    assert_failed_cleanly(res, "node 'w'", op_type, fragment)

@@ -835,14 +835,18 @@ def test_the_same_setters_work_in_execute():
     seen = {}
 
     def execute_fn(self, x: Tensor) -> None:
-        x.format.set_origin_format(Format.FORMAT_NHWC)
-        x.origin_shape.set_dim(0, 7)
-        seen.update(fmt=x.format.origin_format, origin=x.origin_shape.dims)
-        get_execute_ctx().malloc_output_tensor(0, [1], DataType.DT_FLOAT)
+        y = get_execute_ctx().malloc_output_tensor(0, [1], DataType.DT_FLOAT)
+        y.format.set_origin_format(Format.FORMAT_NHWC)
+        y.origin_shape.set_dim(0, 7)
+        seen.update(fmt=y.format.origin_format, origin=y.origin_shape.dims)
+        try:  # x is an input the op does not declare as mutated: read-only
+            x.origin_shape.set_dim(0, 7)
+        except RuntimeError as exc:
+            seen["input"] = str(exc)
 
     define_unary("RwE", lambda self, x, y: None, execute_fn)
     run_execute("RwE", [host_tensor([1.0], DataType.DT_FLOAT)])
-    assert seen == {"fmt": Format.FORMAT_NHWC, "origin": [7]}
+    assert seen == {"fmt": Format.FORMAT_NHWC, "origin": [7], "input": "borrowed object is read-only"}
 
 
 def test_tensor_data_in_compile_is_a_clear_runtime_error():

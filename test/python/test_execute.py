@@ -21,9 +21,10 @@ def f32(*values, shape=None):
     return host_tensor(list(values), DataType.DT_FLOAT, shape)
 
 
-def define_unary(op_type, execute, out_dtype=None):
-    """Registers op_type(x) -> TensorDesc with ``execute`` (a function of (self, x))."""
-    @register_op(op_type=op_type)
+def define_unary(op_type, execute, out_dtype=None, mutates=False):
+    """Registers op_type(x) -> TensorDesc with ``execute`` (a function of (self, x));
+    ``mutates``: the output aliases x (mutates_args), so x is writable in execute."""
+    @register_op(op_type=op_type, mutates_args=("x",) if mutates else ())
     def proto(x: TensorDesc) -> TensorDesc:
         return TensorDesc(x.shape.storage_shape.dims, out_dtype or x.data_type)
 
@@ -276,7 +277,7 @@ def test_tensor_data_format_and_shape_per_dtype(dtype, fmt, itemsize):
     assert seen["format"] == fmt and seen["itemsize"] == itemsize
     assert seen["shape"] == (2, 3) and seen["ndim"] == 2 and seen["contiguous"]
     assert seen["nbytes"] == seen["size"] == count * itemsize
-    assert seen["readonly"] is False
+    assert seen["readonly"] is True  # x is not in mutates_args
     assert seen["first"] == (True if dtype == DataType.DT_BOOL else 1)
 
 
@@ -320,7 +321,7 @@ def test_tensor_data_is_zero_copy():
         for i, v in enumerate(x.data.tolist()):
             out[i] = v * 2
 
-    define_unary("ZeroCopy", execute)
+    define_unary("ZeroCopy", execute, mutates=True)  # x is writable: mutates_args names it
     (y,) = run_execute("ZeroCopy", [f32(1.0, 2.0, 3.0)])
     assert seen == {"shared": True, "addr": True, "out_addr": True}
     assert y.tolist() == [2.0, 84.0, 6.0]
@@ -354,8 +355,12 @@ def test_array_interface_version_3():
     assert seen["version"] == 3
     assert tuple(seen["shape"]) == (2, 2)
     assert seen["typestr"] == "<f4"
-    assert seen["data"] == (seen["addr"], False)
+    assert seen["data"] == (seen["addr"], True)  # read-only: x is not in mutates_args
     assert seen.get("strides") is None
+    seen.clear()
+    define_unary("ArrIfMut", execute, mutates=True)
+    run_execute("ArrIfMut", [f32(1.0, 2.0, 3.0, 4.0, shape=[2, 2])])
+    assert seen["data"] == (seen["addr"], False)
 
 
 # ---- lifetime ---------------------------------------------------------------------------------

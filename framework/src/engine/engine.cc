@@ -406,6 +406,32 @@ void Engine::RunPlan(CompiledNode& c, const std::vector<Tensor*>& ins, std::map<
   for (std::size_t i = 0; i < outs.size(); ++i) values.insert_or_assign(n.name + ":" + std::to_string(i), std::move(outs[i]));
 }
 
+// The input tensors a node receives, flattened in IR order. A graph value is
+// never changed under its other readers, whatever the order of the nodes:
+// - an input the op declares as mutated (an alias of an output, mutates_args)
+//   is a private copy, which the op may change and pass on as that output;
+// - every other input is a read-only view of the value (Python's Tensor.data
+//   and __array_interface__ refuse writes; a guard, the address stays raw).
+// Graph inputs are copied once per run for the same reason (the next run
+// starts from the graph's own data).
+std::vector<Tensor> Engine::NodeInputs(const CompiledNode& c, std::map<std::string, Tensor>& values) {
+  const GraphNode& n = *c.node;
+  const std::vector<bool> mutated = c.schema->MutatedInputs();
+  std::vector<Tensor> out;
+  out.reserve(c.input_layout.Total());
+  for (std::size_t ir = 0; ir < c.inputs.size(); ++ir) {
+    auto take = [&](const TensorRef& r) {
+      auto it = values.find(r.node.empty() ? r.text : r.node + ":" + std::to_string(r.index));
+      if (it == values.end()) throw EngineError(n.name, NodeWhere(n) + ": input '" + r.text + "' was not produced");
+      const bool writable = ir < mutated.size() && mutated[ir];
+      out.push_back(writable ? it->second.Clone() : it->second.ReadOnlyView());
+    };
+    if (auto* r = std::get_if<TensorRef>(&c.inputs[ir])) take(*r);
+    if (auto* v = std::get_if<std::vector<TensorRef>>(&c.inputs[ir])) for (const auto& r : *v) take(r);
+  }
+  return out;
+}
+
 RunResult Engine::Run(CompiledGraph& cg, int repeat) {
   if (repeat < 1) throw EngineError("", "repeat must be at least 1");
   const Graph& graph = *cg.graph;
@@ -414,25 +440,13 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
   std::map<std::string, Tensor> values;  // "x", "n0:0", ...
   for (int run = 0; run < repeat; ++run) {
     values.clear();
-    for (const auto& in : graph.inputs) {
-      // Each run starts from a private copy: an op that mutates its input in
-      // place (mutates_args) must not change the next run's data.
-      Tensor copy = Tensor::Allocate(in.tensor.Desc());
-      if (copy.GetSize()) std::memcpy(copy.GetAddr(), in.tensor.GetAddr(), copy.GetSize());
-      values.emplace(in.name, std::move(copy));
-    }
+    for (const auto& in : graph.inputs) values.emplace(in.name, in.tensor.Clone());  // see NodeInputs
     for (CompiledNode& c : cg.nodes) {
       const GraphNode& n = *c.node;
+      std::vector<Tensor> in_tensors = NodeInputs(c, values);
       std::vector<Tensor*> ins;
-      for (const auto& in : c.inputs) {
-        auto take = [&](const TensorRef& r) {
-          auto it = values.find(r.node.empty() ? r.text : r.node + ":" + std::to_string(r.index));
-          if (it == values.end()) throw EngineError(n.name, NodeWhere(n) + ": input '" + r.text + "' was not produced");
-          ins.push_back(&it->second);
-        };
-        if (auto* r = std::get_if<TensorRef>(&in)) take(*r);
-        if (auto* v = std::get_if<std::vector<TensorRef>>(&in)) for (const auto& r : *v) take(r);
-      }
+      ins.reserve(in_tensors.size());
+      for (Tensor& t : in_tensors) ins.push_back(&t);
       if (c.plan) {
         RunPlan(c, ins, values);
         continue;

@@ -2,6 +2,7 @@
 #include "ge/runtime/tensor.h"
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -58,6 +59,12 @@ Tensor Tensor::Borrow(const TensorDesc& desc, void* addr, std::size_t size, bool
   t.size_ = size;
   t.read_only_ = read_only;
   t.has_data_ = true;
+  return t;
+}
+
+Tensor Tensor::Clone() const {
+  Tensor t = Allocate(desc_);
+  if (t.size_ != 0 && addr_ != nullptr) std::memcpy(t.addr_, addr_, std::min(t.size_, size_));
   return t;
 }
 

@@ -114,6 +114,7 @@ class Engine {
 
  private:
   void RunPlan(CompiledNode& c, const std::vector<Tensor*>& ins, std::map<std::string, Tensor>& values);
+  static std::vector<Tensor> NodeInputs(const CompiledNode& c, std::map<std::string, Tensor>& values);
   const OpRegistry& registry_;
   std::unique_ptr<BlockPool> pool_;  // created at the first kernel launch
 };

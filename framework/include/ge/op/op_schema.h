@@ -45,6 +45,14 @@ struct OpSchema {
   // Index of the attribute / input named `name`, or nullopt.
   std::optional<std::size_t> FindAttr(const std::string& name) const;
   std::optional<std::size_t> FindInput(const std::string& name) const;
+  // Per IR input: does an output alias it (the op may change it in place)?
+  std::vector<bool> MutatedInputs() const {
+    std::vector<bool> mutated(inputs.size(), false);
+    for (const auto& alias : aliases) {
+      if (alias.first < mutated.size()) mutated[alias.first] = true;
+    }
+    return mutated;
+  }
   // "AddCustom(x, y?, xs*) -> (z) {alpha: VT_INT = 1}" for messages and logs.
   std::string ToString() const;
 };

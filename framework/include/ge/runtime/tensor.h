@@ -45,6 +45,16 @@ class Tensor {
   static Tensor Borrow(const TensorDesc& desc, void* addr, std::size_t size, bool read_only = false);
   // Metadata only: no data (compile-time tensors); GetAddr() is null.
   static Tensor MetaOnly(const TensorDesc& desc);
+  // The same buffer (and ownership), marked read-only: what an op that does not
+  // declare the input as mutated receives. A guard for views (Python's
+  // Tensor.data is read-only), not a sandbox: GetAddr() is still the address.
+  Tensor ReadOnlyView() const {
+    Tensor t = *this;
+    t.read_only_ = true;
+    return t;
+  }
+  // An owned copy of the data (and metadata), writable.
+  Tensor Clone() const;
 
   const TensorDesc& Desc() const noexcept { return desc_; }
   TensorDesc& MutableDesc() noexcept { return desc_; }

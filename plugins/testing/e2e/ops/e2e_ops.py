@@ -8,6 +8,10 @@ E2eFloatOnly infer_meta raises TypeError for a non-float32 input
 E2eBadShape  execute allocates a shape other than the one infer_meta gives
 E2eRaise     execute raises ValueError
 E2ePrint     prints a marker line to stdout, then copies its input
+E2eClampInPlace  mutates_args=("x",): clamps x at 0 in place, output 0 is x
+E2eTwice     x + 1*x into a new output (a reader of the same value as E2eClampInPlace)
+E2eWriteInput    writes into its input without declaring it mutated (must fail)
+E2eSetInputDim   sets a dim of its input's shape without declaring it mutated (must fail)
 """
 import struct
 from typing import List, Optional
@@ -153,3 +157,54 @@ class E2ePrintImpl:
         print("e2e-stdout-marker", x.shape_size)
         y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         _copy_bytes(x, y)
+
+
+@register_op(op_type="E2eClampInPlace", mutates_args=("x",))
+def e2e_clamp_in_place(x: TensorDesc) -> TensorDesc:
+    return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+
+@register_op_impl(op_type="E2eClampInPlace")
+class E2eClampInPlaceImpl:
+    def execute(self, x: Tensor) -> None:
+        y = _floats(get_execute_ctx().make_output_ref_input(0, 0))
+        for i in range(len(y)):
+            y[i] = max(y[i], 0.0)
+
+
+@register_op(op_type="E2eTwice")
+def e2e_twice(x: TensorDesc) -> TensorDesc:
+    return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+
+@register_op_impl(op_type="E2eTwice")
+class E2eTwiceImpl:
+    def execute(self, x: Tensor) -> None:
+        y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
+        src, dst = _floats(x), _floats(y)
+        for i in range(len(src)):
+            dst[i] = src[i] + 1 * src[i]
+
+
+@register_op(op_type="E2eWriteInput")
+def e2e_write_input(x: TensorDesc) -> TensorDesc:
+    return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+
+@register_op_impl(op_type="E2eWriteInput")
+class E2eWriteInputImpl:
+    def execute(self, x: Tensor) -> None:
+        _floats(x)[0] = 100.0  # x is not in mutates_args: its data is read-only
+        get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
+
+
+@register_op(op_type="E2eSetInputDim")
+def e2e_set_input_dim(x: TensorDesc) -> TensorDesc:
+    return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+
+@register_op_impl(op_type="E2eSetInputDim")
+class E2eSetInputDimImpl:
+    def execute(self, x: Tensor) -> None:
+        x.storage_shape.set_dim(0, 1)  # x is not in mutates_args: read-only
+        get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
