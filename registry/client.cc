@@ -22,8 +22,8 @@ Client::~Client() {
 bool Client::Connect(const std::string& path, int timeout_ms, std::string* why) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) {
-    *why = "socket path too long: " + path;
+  if (auto problem = SocketPathProblem(path)) {
+    *why = *problem;
     return false;
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);

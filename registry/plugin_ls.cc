@@ -253,6 +253,12 @@ int RunPluginLs(int argc, const char* const* argv, std::ostream& out, std::ostre
     err << "ge-plugin-ls: " << e.what() << "\n" << kUsage << "\n";
     return 2;
   }
+  if (!socket_path.empty()) {
+    if (auto problem = SocketPathProblem(socket_path)) {
+      err << "ge-plugin-ls: --socket: " << *problem << "\n";
+      return 2;
+    }
+  }
   ::signal(SIGPIPE, SIG_IGN);
   RefreshOptions ropts;
   ropts.allow_insecure = allow_insecure;

@@ -1,12 +1,15 @@
 // registry_common.cc: see registry_common.h.
 #include "registry_common.h"
 
+#include "ge/text.h"
+
 #include <cstdio>
 
 #include <fcntl.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/un.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -767,6 +770,18 @@ std::string DefaultSocketPath() {
   return user;
 }
 
+std::optional<std::string> SocketPathProblem(const std::string& path) {
+  constexpr std::size_t kMax = sizeof(sockaddr_un::sun_path) - 1;  // room for the terminating NUL
+  if (path.empty()) return std::string("the socket path is empty");
+  if (path.find('\0') != std::string::npos) return "socket path " + Printable(path) + " contains a NUL byte";
+  if (path.size() > kMax) {
+    return "socket path " + Printable(path) + " is " + std::to_string(path.size()) +
+           " bytes long; a Unix socket path may be at most " + std::to_string(kMax) +
+           " bytes (choose a shorter --socket, GE_PLUGIN_REGISTRY_SOCKET or RUNTIME_DIRECTORY)";
+  }
+  return std::nullopt;
+}
+
 std::string DefaultCachePath() {
   if (const char* e = std::getenv("GE_PLUGIN_REGISTRY_CACHE"); e && *e) return e;
   if (const char* e = std::getenv("CACHE_DIRECTORY"); e && *e) return std::string(e) + "/registry.json";
@@ -782,18 +797,7 @@ std::vector<std::string> OppEntries(const std::string& opt) {
   return {};
 }
 
-std::string Printable(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    if (c < 0x20 || c == 0x7f) {
-      out += (c == '\n' || c == '\t') ? ' ' : '?';
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
+std::string Printable(const std::string& s) { return TerminalSafe(s); }
 
 std::function<std::string(const std::string&, bool)> CrashVerdicts(const std::string& cache_path) {
   std::string why;

@@ -129,10 +129,14 @@ std::optional<std::string> FreshListJson(const std::string& cache_path, const st
 
 // ---- defaults (XDG; systemd's RUNTIME_DIRECTORY / CACHE_DIRECTORY; /run, /var/cache for root) --
 std::string DefaultSocketPath();
+// Why `path` cannot name a Unix socket (empty, a NUL byte, or longer than
+// sockaddr_un's sun_path allows: 107 bytes on Linux), naming the path, its
+// length and the limit; nullopt when it can.
+std::optional<std::string> SocketPathProblem(const std::string& path);
 // opp path from --opp-path, else ASCEND_CUSTOM_OPP_PATH.
 std::vector<std::string> OppEntries(const std::string& opp_path_option);
 
-// Replaces control characters (terminal escapes in plugin-provided text).
+// Plugin-provided text escaped for the terminal (ge::TerminalSafe, ge/text.h).
 std::string Printable(const std::string& s);
 
 }  // namespace ge::registry

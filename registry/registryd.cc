@@ -35,6 +35,18 @@ namespace ge::registry {
 
 namespace {
 
+const char* FileTypeName(std::filesystem::file_type t) {
+  switch (t) {
+    case std::filesystem::file_type::regular: return "a regular file";
+    case std::filesystem::file_type::directory: return "a directory";
+    case std::filesystem::file_type::symlink: return "a symbolic link";
+    case std::filesystem::file_type::fifo: return "a FIFO";
+    case std::filesystem::file_type::block: return "a block device";
+    case std::filesystem::file_type::character: return "a character device";
+    default: return "not a socket";
+  }
+}
+
 constexpr const char* kUsage =
     "usage: ge-plugin-registryd [--opp-path P] [--socket PATH] [--cache PATH] [--foreground] [--log-level L]\n"
     "                           [--timeout S] [--jobs N] [--socket-group G] [--allow-insecure]";
@@ -294,7 +306,15 @@ class Daemon {
       ::chmod(sp.parent_path().c_str(), socket_gid_ >= 0 ? 0750 : 0700);
       if (socket_gid_ >= 0) (void)::chown(sp.parent_path().c_str(), static_cast<uid_t>(-1), socket_gid_);
     }
-    if (stdfs::exists(stdfs::symlink_status(sp, ec))) {
+    const stdfs::file_status present = stdfs::symlink_status(sp, ec);
+    if (stdfs::exists(present) && present.type() != stdfs::file_type::socket) {
+      // Only a stale socket is ever removed: a file given as --socket by
+      // mistake (the cache, say) is not ours to delete.
+      *why = "cannot serve " + socket_path_ + ": it exists and is not a socket (" + FileTypeName(present.type()) +
+             "); remove it or choose another --socket";
+      return false;
+    }
+    if (stdfs::exists(present)) {
       // A live daemon keeps its socket; a stale one (crash) is replaced.
       stream_protocol::socket probe(io_);
       boost::system::error_code cec;
@@ -571,6 +591,10 @@ int RunRegistryd(int argc, const char* const* argv, std::ostream& out, std::ostr
   }
   if (socket_path.empty()) socket_path = DefaultSocketPath();
   if (cache_path.empty()) cache_path = DefaultCachePath();
+  if (auto problem = SocketPathProblem(socket_path)) {
+    err << "ge-plugin-registryd: " << *problem << "\n";
+    return 1;
+  }
   ::signal(SIGPIPE, SIG_IGN);
 
   int ready_pipe[2] = {-1, -1};

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include <boost/filesystem.hpp>
 #include <nlohmann/json.hpp>
 
 #include "ge/host/plugin_host.h"
@@ -149,12 +150,17 @@ int main(int argc, char** argv) {
   if (auto lvl = ge::ParseLogLevel(log_level)) ge::SetLogLevel(*lvl);
 
   std::vector<std::string> paths;
+  // Each path is reported as the parent spelled it but loaded as an absolute
+  // path fixed before any plugin runs: a plugin calling os.chdir must not change
+  // which file the next path names.
+  const boost::filesystem::path start_dir = boost::filesystem::current_path();
+  auto absolute = [&](const std::string& p) { return boost::filesystem::absolute(p, start_dir).string(); };
   for (std::string line; std::getline(std::cin, line);) {
     if (!line.empty()) paths.push_back(line);
   }
   // Main-interpreter plugins first (numpy must be loaded by the main
   // interpreter before any sub-interpreter exists; share/docs/host-design.md).
-  std::stable_partition(paths.begin(), paths.end(), [](const std::string& p) { return WantsMain(p); });
+  std::stable_partition(paths.begin(), paths.end(), [&](const std::string& p) { return WantsMain(absolute(p)); });
 
   auto emit = [&](const json& j) {
     const std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
@@ -178,10 +184,11 @@ int main(int argc, char** argv) {
       ge::host::HostOptions opts;
       opts.use_env_opp_path = false;
       k.host = std::make_unique<ge::host::PluginHost>(opts, *k.registry);
-      const ge::host::PluginReport rep = k.host->LoadPlugin(path);
-      const bool is_package = ge::registry::IsDirectory(path);
+      const std::string abs_path = absolute(path);
+      const ge::host::PluginReport rep = k.host->LoadPlugin(abs_path);
+      const bool is_package = ge::registry::IsDirectory(abs_path);
       std::string version = rep.version, description = rep.description;
-      SourceMetadata(path, is_package, version, description);
+      SourceMetadata(abs_path, is_package, version, description);
       r["name"] = rep.name;
       r["version"] = version;
       r["description"] = description;

@@ -33,11 +33,11 @@ std::vector<T> ListOf(bp::object obj, AttrType type, const std::string& name, F&
 }
 
 int64_t StrictInt(bp::object o, const std::string& name) {
-  if (!PyLong_Check(o.ptr()) || PyBool_Check(o.ptr())) {
+  long long v = 0;
+  int overflow = 0;
+  if (!IndexValue(o.ptr(), &v, &overflow)) {
     RaiseTypeError("attr '" + name + "' expects int, got " + std::string(Py_TYPE(o.ptr())->tp_name));
   }
-  int overflow = 0;
-  long long v = PyLong_AsLongLongAndOverflow(o.ptr(), &overflow);
   if (overflow) RaiseValueError("attr '" + name + "' does not fit in int64");
   return v;
 }

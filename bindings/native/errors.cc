@@ -3,6 +3,8 @@
 
 #include <boost/python.hpp>
 
+#include <cstring>
+
 #include "lease.h"
 
 namespace bp = boost::python;
@@ -37,6 +39,28 @@ std::string Utf8(PyObject* unicode) {
   return std::string(PyBytes_AS_STRING(bytes.get()), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes.get())));
 }
 }  // namespace
+
+PyObject* IndexObject(PyObject* obj) {
+  // numpy.bool_ has a (deprecated) __index__: a bool is refused whatever its type.
+  if (PyBool_Check(obj) || std::strcmp(Py_TYPE(obj)->tp_name, "numpy.bool_") == 0) return nullptr;
+  if (PyLong_Check(obj)) {
+    Py_INCREF(obj);
+    return obj;
+  }
+  if (PyFloat_Check(obj) || !PyIndex_Check(obj)) return nullptr;
+  PyObject* i = PyNumber_Index(obj);
+  if (i == nullptr) PyErr_Clear();
+  return i;
+}
+
+bool IndexValue(PyObject* obj, long long* value, int* overflow) {
+  PyObject* i = IndexObject(obj);
+  if (i == nullptr) return false;
+  *value = PyLong_AsLongLongAndOverflow(i, overflow);
+  Py_DECREF(i);
+  if (PyErr_Occurred()) PyErr_Clear();
+  return true;
+}
 
 void RaiseTypeError(const std::string& msg) { Raise(PyExc_TypeError, msg); }
 void RaiseValueError(const std::string& msg) { Raise(PyExc_ValueError, msg); }

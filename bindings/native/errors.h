@@ -19,6 +19,16 @@ namespace ge::py {
 [[noreturn]] void RaiseIndexError(const std::string& msg);
 [[noreturn]] void RaiseKeyError(const std::string& msg);
 
+// An integer argument taken as Python's builtins take one (operator.index):
+// an int or any object with __index__ (numpy integers, np.prod(...) results);
+// never a bool (Python's or numpy's) and never a float. Returns true and the
+// value (overflow: -1 below, +1 above the int64 range, as
+// PyLong_AsLongLongAndOverflow) or false with no Python error pending.
+// Precondition: the GIL is held.
+bool IndexValue(PyObject* obj, long long* value, int* overflow);
+// The same, for values above int64: the exact value as an owned int, or null.
+PyObject* IndexObject(PyObject* obj);
+
 // Converts the pending Python exception (and clears it) into ErrorInfo: type
 // name, message, formatted traceback, innermost frame location, plus the
 // plugin, file and call site given. Survives exceptions whose str() raises and

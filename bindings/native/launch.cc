@@ -38,14 +38,15 @@ struct WorkspaceView {
 
 
 uint64_t NonNegative(bp::object o, const char* what) {
-  if (!PyLong_Check(o.ptr()) || PyBool_Check(o.ptr())) {
+  long long v = 0;
+  int overflow = 0;
+  if (!IndexValue(o.ptr(), &v, &overflow)) {
     RaiseTypeError(std::string(what) + " must be an int, got " + Py_TYPE(o.ptr())->tp_name);
   }
-  int overflow = 0;
-  const long long v = PyLong_AsLongLongAndOverflow(o.ptr(), &overflow);
   if (overflow < 0 || (overflow == 0 && v < 0)) RaiseTypeError(std::string(what) + " must not be negative");
   if (overflow > 0) {
-    const unsigned long long u = PyLong_AsUnsignedLongLong(o.ptr());
+    bp::handle<> exact(IndexObject(o.ptr()));
+    const unsigned long long u = PyLong_AsUnsignedLongLong(exact.get());
     if (PyErr_Occurred()) {
       PyErr_Clear();
       RaiseValueError(std::string(what) + " does not fit in uint64");
@@ -142,9 +143,9 @@ void AddLaunch(const LaunchCtxView& v, bp::object info, bp::object args) {
   if (block_dim > 0xFFFFFFFFULL) RaiseValueError("block_dim must fit in uint32");
   launch.block_dim = static_cast<uint32_t>(block_dim);
   bp::object stream = info.attr("stream_id");
-  if (!PyLong_Check(stream.ptr()) || PyBool_Check(stream.ptr())) RaiseTypeError("stream_id must be an int");
+  long long sid = 0;
   int overflow = 0;
-  const long long sid = PyLong_AsLongLongAndOverflow(stream.ptr(), &overflow);
+  if (!IndexValue(stream.ptr(), &sid, &overflow)) RaiseTypeError("stream_id must be an int");
   if (overflow != 0) RaiseValueError("stream_id must fit in int64");
   launch.stream_id = sid;
   launch.args = st.slots;

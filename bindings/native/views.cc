@@ -3,6 +3,9 @@
 // context, and the stdout/stderr writer used to capture plugin output.
 #include "views.h"
 
+#include "ge/text.h"
+
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <mutex>
@@ -34,11 +37,11 @@ bp::list DimsList(const ge::Shape& s) {
 }
 
 int64_t IntArg(bp::object obj, const std::string& what) {
-  if (!PyLong_Check(obj.ptr()) || PyBool_Check(obj.ptr())) {
+  long long v = 0;
+  int overflow = 0;
+  if (!IndexValue(obj.ptr(), &v, &overflow)) {
     RaiseTypeError(what + " must be an int, got " + std::string(Py_TYPE(obj.ptr())->tp_name));
   }
-  int overflow = 0;
-  long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
   if (overflow != 0) RaiseValueError(what + " does not fit in int64");
   return v;
 }
@@ -165,7 +168,8 @@ std::shared_ptr<ge::ExpandDimsType> ParseExpandDims(bp::object rule) {
       RaiseValueError(e.what());
     }
   }
-  if (PyLong_Check(rule.ptr()) && !PyBool_Check(rule.ptr())) {
+  if (PyObject* as_int = IndexObject(rule.ptr())) {
+    Py_DECREF(as_int);
     try {
       return std::make_shared<ge::ExpandDimsType>(IntArg(rule, "expand dims mask"));
     } catch (const std::invalid_argument& e) {
@@ -251,7 +255,9 @@ ge::StorageShape TensorDescShapeArg(bp::object shape) {
   const Py_ssize_t n = PyList_GET_SIZE(shape.ptr());
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject* item = PyList_GET_ITEM(shape.ptr(), i);
-    if (!PyLong_Check(item) || PyBool_Check(item)) {
+    PyObject* as_int = IndexObject(item);
+    Py_XDECREF(as_int);
+    if (as_int == nullptr) {
       RaiseTypeError(kExpected + ", got a list holding " + Py_TYPE(item)->tp_name + " at index " +
                      std::to_string(i));
     }
@@ -404,6 +410,10 @@ bp::object TensorData(const TensorView& v) {
     if (shape.empty()) shape.push_back(static_cast<Py_ssize_t>(elem));
     else shape.back() *= static_cast<Py_ssize_t>(elem);
   }
+  // No elements: a one-dimensional empty view. CPython cannot cast a memoryview
+  // with a zero in its shape ("cannot cast view with zeros in shape"), so the
+  // documented flat idiom data.cast("B").cast(fmt) works for every shape.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) shape.assign(1, 0);
   const bool ro = t.IsReadOnly() || v.read_only || v.lease->read_only();
   return MakeBufferView(t.GetAddr(), t.GetSize(), ro, fmt ? *fmt : 'B', fmt ? static_cast<Py_ssize_t>(elem) : 1, shape,
                         v.keep, v.lease);
@@ -940,16 +950,7 @@ void RegisterViews() {
 
   bp::def("_log_line", +[](const std::string& plugin, bool is_stderr, bp::object text) {
     // Control characters (NUL, terminal escapes) are escaped before they reach the log.
-    std::string raw = SafeStr(text.ptr()), clean;
-    for (unsigned char ch : raw) {
-      if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
-        char hex[5];
-        std::snprintf(hex, sizeof(hex), "\\x%02x", ch);
-        clean += hex;
-      } else {
-        clean.push_back(static_cast<char>(ch));
-      }
-    }
+    const std::string clean = ge::TerminalSafe(SafeStr(text.ptr()), /*keep_newlines=*/true);  // one line: keeps tabs
     Emit(plugin, is_stderr, clean);
   }, "Writes one line of a plugin's captured output to the host log (internal).");
 }

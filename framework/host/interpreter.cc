@@ -81,6 +81,30 @@ void FinalizeAtExit() {
   }
   if (InterpreterGuard::Active()) return;
   PyEval_RestoreThread(rt->Main()->ThreadState());
+  // Py_FinalizeEx waits for every non-daemon thread without a limit: a thread a
+  // main-isolation plugin started would hang the exit. They get the bounded
+  // time sub-interpreters get; if one is still running, Python is not finalized.
+  std::string still_running;
+  if (PyObject* mods = PyImport_GetModuleDict(); mods != nullptr) {
+    if (PyObject* ldr = PyDict_GetItemString(mods, "ge._loader"); ldr != nullptr) {  // borrowed
+      PyObject* r = PyObject_CallMethod(ldr, "join_threads", "di", kThreadJoinTimeoutS, 0);
+      if (r != nullptr && PyList_Check(r)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r); ++i) {
+          const char* s = PyUnicode_AsUTF8(PyList_GET_ITEM(r, i));
+          still_running += (still_running.empty() ? "" : ", ") + std::string(s ? s : "?");
+        }
+      }
+      Py_XDECREF(r);
+      PyErr_Clear();
+    }
+  }
+  if (!still_running.empty()) {
+    PyEval_SaveThread();
+    log->warn("Python is not finalized at exit: thread(s) started in the main interpreter are still running after "
+              "{} s: {}",
+              kThreadJoinTimeoutS, still_running);
+    return;
+  }
   if (Py_FinalizeEx() < 0) log->warn("Py_FinalizeEx reported an error while flushing buffered data");
 }
 

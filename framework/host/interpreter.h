@@ -25,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+#include "ge/host/plugin_host.h"  // kThreadJoinTimeoutS
+
 namespace ge::host {
 
 class Interpreter;
@@ -80,7 +82,7 @@ class Interpreter {
   // aborted, never blocked on) and false is returned. Precondition: no Python
   // object of this interpreter is still referenced from C++, and no guard of it
   // is alive on any thread. No-op (true) for the main interpreter.
-  bool End(double thread_timeout_s = 0.5);
+  bool End(double thread_timeout_s = kThreadJoinTimeoutS);
 
   bool is_main() const noexcept { return is_main_; }
   bool ended() const noexcept { return ended_; }

@@ -14,6 +14,7 @@
 
 #include "dispatch.h"
 #include "errors.h"
+#include "ge/crash_report.h"
 #include "ge/log.h"
 #include "interpreter.h"
 #include "views.h"
@@ -150,7 +151,7 @@ struct LoadedPlugin {
   std::string path;
   std::shared_ptr<PythonRuntime> runtime;
   std::shared_ptr<Interpreter> interp;
-  double join_timeout_s = 0.5;
+  double join_timeout_s = kThreadJoinTimeoutS;
   ~LoadedPlugin() {
     if (interp && !interp->is_main()) interp->End(join_timeout_s);
   }
@@ -228,7 +229,12 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
         compile_vars_(std::move(compile_vars)),
         revalidate_compile_(std::move(revalidate_compile)),
         launch_var_(std::move(launch_var)),
-        calls_(std::move(calls)) {}
+        calls_(std::move(calls)) {
+    for (std::size_t m = 0; m < std::size(kMethods); ++m) {
+      crumbs_[m] = "calling " + std::string(kMethods[m]) + " of op_type '" + schema_->op_type + "' (plugin '" +
+                   plugin_->name + "', " + plugin_->path + ")";
+    }
+  }
 
   ~PythonOpAdapter() override {
     InterpreterGuard guard(*plugin_->interp);
@@ -245,6 +251,7 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
     if (!HasCapability(caps_, CustomOpCapability::kEagerExecute)) return Status::Error(descriptor_key_ + " has no execute");
     InterpreterGuard guard(*plugin_->interp);
     py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "execute"};
+    CrashBreadcrumb crumb(crumbs_[0].c_str());
     if (!execute_) {
       Status st = BindMethod("execute", execute_, site);
       if (!st.ok()) return st;
@@ -257,6 +264,7 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
     if (!HasCapability(caps_, CustomOpCapability::kCompilable)) return Status::Error(descriptor_key_ + " has no compile");
     InterpreterGuard guard(*plugin_->interp);
     py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "compile"};
+    CrashBreadcrumb crumb(crumbs_[1].c_str());
     if (!compile_) {
       Status st = BindMethod("compile", compile_, site);
       if (!st.ok()) return st;
@@ -273,6 +281,7 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
     }
     InterpreterGuard guard(*plugin_->interp);
     py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "declare_launch_args"};
+    CrashBreadcrumb crumb(crumbs_[2].c_str());
     if (!declare_) {
       Status st = BindMethod("declare_launch_args", declare_, site);
       if (!st.ok()) return st;
@@ -284,6 +293,7 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
   Status InferMeta(InferMetaContext* ctx) override {
     InterpreterGuard guard(*plugin_->interp);
     py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "infer_meta"};
+    CrashBreadcrumb crumb(crumbs_[3].c_str());
     calls_->fetch_add(1, std::memory_order_relaxed);
     return py::InvokeInferMeta(call_infer_meta_.get(), proto_.get(), ctx, site);
   }
@@ -315,6 +325,9 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
   PyHandle cls_, proto_, call_infer_meta_, ctx_var_, compile_vars_, revalidate_compile_, launch_var_, instance_, execute_,
       compile_, declare_;
   std::shared_ptr<std::atomic<uint64_t>> calls_;
+  // What a fatal signal during each callback names (ge/crash_report.h).
+  static constexpr const char* kMethods[] = {"execute", "compile", "declare_launch_args", "infer_meta"};
+  std::string crumbs_[std::size(kMethods)];
 };
 
 // ---- PluginHost ----------------------------------------------------------------------------
@@ -333,8 +346,19 @@ struct PluginHost::Impl {
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> main_loaded;
   std::shared_ptr<std::atomic<uint64_t>> calls = std::make_shared<std::atomic<uint64_t>>(0);
   std::shared_ptr<spdlog::logger> log = Logger("host");
+  // The current directory when the host was made: relative opp paths are
+  // resolved against it, so a plugin calling os.chdir changes nothing.
+  fs::path base_dir;
+
+  // `p` made absolute against base_dir (unchanged when already absolute).
+  std::string Resolve(const std::string& p) const {
+    if (p.empty() || fs::path(p).is_absolute()) return p;
+    return (base_dir / p).lexically_normal().string();
+  }
 
   Impl(HostOptions o, OpRegistry& r) : opts(std::move(o)), registry(r) {
+    boost::system::error_code cec;
+    base_dir = fs::current_path(cec);
     if (opts.default_isolation != "subinterpreter" && opts.default_isolation != "main") {
       throw std::invalid_argument("HostOptions::default_isolation must be \"subinterpreter\" or \"main\", got \"" +
                                   opts.default_isolation + "\"");
@@ -427,6 +451,8 @@ struct PluginHost::Impl {
       return r;
     }
     const bool sub = r.isolation != "main";
+    const std::string crumb_text = "loading plugin '" + d.name + "' (" + d.path + ")";
+    CrashBreadcrumb crumb(crumb_text.c_str());
     auto plugin = std::make_shared<LoadedPlugin>();
     plugin->name = d.name;
     plugin->path = d.path;
@@ -660,6 +686,7 @@ const std::vector<PluginReport>& PluginHost::LoadAll() {
   if (entries.empty() && impl_->opts.use_env_opp_path) {
     if (const char* env = std::getenv("ASCEND_CUSTOM_OPP_PATH")) entries = SplitOppPath(env);
   }
+  for (auto& e : entries) e = impl_->Resolve(e);
   std::vector<PluginReport> problems;
   std::vector<DiscoveredPlugin> found = DiscoverPlugins(entries, problems);
   for (auto& p : problems) {
@@ -693,7 +720,8 @@ const std::vector<PluginReport>& PluginHost::LoadAll() {
   return impl_->reports;
 }
 
-PluginReport PluginHost::LoadPlugin(const std::string& path) {
+PluginReport PluginHost::LoadPlugin(const std::string& given) {
+  const std::string path = impl_->Resolve(given);
   std::vector<PluginReport> problems;
   std::vector<DiscoveredPlugin> found;
   boost::system::error_code ec;

@@ -4,7 +4,10 @@
 #include <cstdlib>
 #include <mutex>
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
+
+#include "ge/text.h"
 
 namespace ge {
 
@@ -20,6 +23,18 @@ spdlog::level::level_enum CurrentLevel() {
   }
   return spdlog::level::warn;
 }
+
+// %* : the message with control characters escaped (ge/text.h): log lines
+// carry plugin text (exception messages, names), which must not drive the
+// terminal. Newlines and tabs stay (tracebacks).
+class TerminalSafePayload final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    const std::string safe = TerminalSafe(std::string_view(msg.payload.data(), msg.payload.size()), true);
+    dest.append(safe.data(), safe.data() + safe.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<TerminalSafePayload>(); }
+};
 
 std::shared_ptr<spdlog::sinks::sink> Sink() {
   static auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
@@ -42,7 +57,9 @@ std::shared_ptr<spdlog::logger> Logger(const std::string& component) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (auto existing = spdlog::get(component)) return existing;
   auto logger = std::make_shared<spdlog::logger>(component, Sink());
-  logger->set_pattern("[%H:%M:%S.%e] [%n] [%^%l%$] %v");
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<TerminalSafePayload>('*').set_pattern("[%H:%M:%S.%e] [%n] [%^%l%$] %*");
+  logger->set_formatter(std::move(formatter));
   logger->set_level(CurrentLevel());
   spdlog::register_logger(logger);
   return logger;

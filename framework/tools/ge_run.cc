@@ -11,12 +11,14 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "ge/crash_report.h"
 #include "ge/engine/engine.h"
 #include "ge/engine/npy.h"
 #include "ge/host/plugin_host.h"
 #include "ge/log.h"
 #include "ge/platform/platform_info.h"
 #include "ge/registry/verdicts.h"
+#include "ge/text.h"
 
 namespace po = boost::program_options;
 namespace stdfs = std::filesystem;
@@ -149,20 +151,46 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
         std::sort(names.begin() + 1, names.end());
         std::string list;
         for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-        err << "ge-run: unknown --soc '" << soc << "': no " << soc << ".ini in " << dir << " (available: " << list
+        err << "ge-run: unknown --soc '" << TerminalSafe(soc) << "': no " << TerminalSafe(soc) << ".ini in " << dir << " (available: " << list
             << ")\n";
         return 2;
       }
     }
     if (!ApplyLogLevelOption(log_level, "ge-run", err)) return 2;
   } catch (const po::error& e) {
-    err << "ge-run: " << e.what() << "\n" << kUsage << "\n";
+    err << "ge-run: " << TerminalSafe(e.what()) << "\n" << kUsage << "\n";
     return 2;
   }
 
+  // Every path the user gave is resolved before any plugin runs (the graph and
+  // its .npy inputs are read before the plugins load; the others now): a plugin
+  // calling os.chdir must not move where outputs are written or the registry
+  // cache and opp paths are read. The summary keeps the user's spelling.
+  const std::string output_dir_shown = output_dir;
+  {
+    std::error_code ec;
+    const stdfs::path cwd = stdfs::current_path(ec);
+    auto resolve = [&](std::string& p) {
+      if (!p.empty() && !ec && stdfs::path(p).is_relative()) p = (cwd / p).lexically_normal().string();
+    };
+    resolve(output_dir);
+    resolve(registry_cache);
+    if (!opp_path.empty()) {
+      std::string joined;
+      for (std::string e : host::SplitOppPath(opp_path)) {
+        resolve(e);
+        joined += (joined.empty() ? "" : ":") + e;
+      }
+      opp_path = joined;
+    }
+  }
   // A crashing kernel ends ge-run from the signal handler, with its node and
   // kernel named, before anything can deadlock on a lock the kernel held.
   SetKernelCrashExit("ge-run: error: ");
+  // Any other fatal signal names the plugin being loaded or called first.
+  InstallCrashReport("ge-run: error: ",
+                     "ge-run: note: `ge-plugin-ls --rescan` records the crash in the registry; `ge-run --skip-crashed` "
+                     "then skips that plugin until its files change");
   try {
     Graph graph = LoadGraph(graph_path);
     {
@@ -170,7 +198,8 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       for (const auto& r : graph.outputs) {
         auto [it, fresh] = files.emplace(OutputFileName(r), r.text);
         if (!fresh) {
-          err << "ge-run: error: " << graph.file << ": outputs '" << it->second << "' and '" << r.text
+          err << "ge-run: error: " << TerminalSafe(graph.file) << ": outputs '" << TerminalSafe(it->second) << "' and '"
+            << TerminalSafe(r.text)
               << "' would both be written to " << it->first << "\n";
           return 1;
         }
@@ -195,8 +224,8 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
     std::string failed;
     for (const auto& r : reports) {
       if (r.status != "ok") {
-        err << "ge-run: warning: plugin " << (r.name.empty() ? r.path : r.name) << " not loaded (" << r.status
-            << "): " << r.error << "\n";
+        err << "ge-run: warning: plugin " << TerminalSafe(r.name.empty() ? r.path : r.name) << " not loaded ("
+            << r.status << "): " << TerminalSafe(r.error) << "\n";
         failed += (failed.empty() ? "" : ", ") + (r.name.empty() ? r.path : r.name);
       }
     }
@@ -212,7 +241,7 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
         compiled = engine.Compile(graph, copts);
         result = engine.Run(compiled, repeat);
       } catch (const EngineError& e) {
-        err << "ge-run: error: " << e.what() << "\n";
+        err << "ge-run: error: " << TerminalSafe(e.what()) << "\n";
         if (e.fatal()) {
           // A crashed kernel may hold locks (the heap's, the loader's): end now,
           // without destructors; nothing was written.
@@ -221,10 +250,10 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
           out.flush();
           std::_Exit(1);
         }
-        if (!e.details().empty() && e.details() != e.what()) err << e.details() << "\n";
+        if (!e.details().empty() && e.details() != e.what()) err << TerminalSafe(e.details(), /*keep_newlines=*/true) << "\n";
         if (std::string(e.what()).find("unknown op_type") != std::string::npos) {
           if (!failed.empty()) {
-            err << "ge-run: note: plugin(s) that failed to load (see the warnings above): " << failed << "\n";
+            err << "ge-run: note: plugin(s) that failed to load (see the warnings above): " << TerminalSafe(failed) << "\n";
           } else if (reports.empty()) {
             err << "ge-run: note: no plugin was found: give --opp-path or set ASCEND_CUSTOM_OPP_PATH\n";
           }
@@ -234,7 +263,7 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       // The summary is complete before any output file is written: nothing
       // after the write can fail and leave files behind.
       std::map<std::string, std::string> files;
-      for (const auto& r : graph.outputs) files[r.text] = (stdfs::path(output_dir) / OutputFileName(r)).string();
+      for (const auto& r : graph.outputs) files[r.text] = (stdfs::path(output_dir_shown) / OutputFileName(r)).string();
       summary["graph"] = graph.name;
       summary["soc"] = soc;
       summary["options"] = compiled.options;
@@ -277,7 +306,7 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
           << summary["python_calls"].get<uint64_t>() << " Python call(s)\n";
       for (const auto& n : summary["nodes"]) {
         out << "  " << std::left << std::setw(14) << n["name"].get<std::string>() << std::setw(22)
-            << n["op_type"].get<std::string>() + " " << (n["python"].get<bool>() ? "python " : "c++    ") << std::right
+            << TerminalSafe(n["op_type"].get<std::string>()) + " " << (n["python"].get<bool>() ? "python " : "c++    ") << std::right
             << std::setw(10) << std::setprecision(4) << n["execute_ms_mean"].get<double>() << " ms/run  infer_meta "
             << n["calls"]["infer_meta"].get<uint64_t>() << "  compile " << n["calls"]["compile"].get<uint64_t>()
             << (n["mode"] == "task_plan"
@@ -287,17 +316,17 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
             << "\n";
       }
       for (const auto& [ref, o] : summary["outputs"].items()) {
-        out << "  output " << ref << ": " << o["dtype"].get<std::string>() << o["shape"].dump() << " -> "
-            << o["file"].get<std::string>() << "\n";
+        out << "  output " << TerminalSafe(ref) << ": " << o["dtype"].get<std::string>() << o["shape"].dump() << " -> "
+            << TerminalSafe(o["file"].get<std::string>()) << "\n";
       }
     }
     return 0;
   } catch (const GraphError& e) {
-    err << "ge-run: error: " << e.what() << "\n";
+    err << "ge-run: error: " << TerminalSafe(e.what()) << "\n";
   } catch (const NpyError& e) {
-    err << "ge-run: error: " << e.what() << "\n";
+    err << "ge-run: error: " << TerminalSafe(e.what()) << "\n";
   } catch (const std::exception& e) {
-    err << "ge-run: error: " << e.what() << "\n";
+    err << "ge-run: error: " << TerminalSafe(e.what()) << "\n";
   }
   return 1;
 }

@@ -17,6 +17,7 @@
 #include "ge/engine/graph.h"
 #include "ge/engine/npy.h"
 #include "ge/op/op_registry.h"
+#include "ge/text.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -619,6 +620,62 @@ BOOST_AUTO_TEST_CASE(vt_list_list_int) {
   ExpectAttrError(json::parse("[1, 2]"), AttrType::VT_LIST_LIST_INT, "[0]");
   ExpectAttrError(json::parse("[[1], [2, \"x\"]]"), AttrType::VT_LIST_LIST_INT, "[1][1]");
   ExpectAttrError(json(1), AttrType::VT_LIST_LIST_INT, "");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ge/text.h: plugin text on a terminal, long values in messages.
+BOOST_AUTO_TEST_SUITE(text)
+
+BOOST_AUTO_TEST_CASE(terminal_safe_escapes_c0_del_and_c1_losslessly) {
+  using namespace std::string_literals;
+  BOOST_CHECK_EQUAL(TerminalSafe("a\x1b[31mb\rc\0d\x7f"s), "a\\x1b[31mb\\x0dc\\x00d\\x7f");
+  BOOST_CHECK_EQUAL(TerminalSafe("csi \xc2\x9b" "2J, nel \xc2\x85"), "csi \\u009b2J, nel \\u0085");
+  BOOST_CHECK_EQUAL(TerminalSafe("caf\xc3\xa9 \xc2\xa0 ok"), "caf\xc3\xa9 \xc2\xa0 ok");  // printable UTF-8 stays
+  BOOST_CHECK_EQUAL(TerminalSafe("l1\nl2\tx"), "l1\\x0al2\\x09x");
+  BOOST_CHECK_EQUAL(TerminalSafe("l1\nl2\tx", /*keep_newlines=*/true), "l1\nl2\tx");
+}
+
+BOOST_AUTO_TEST_CASE(abbreviate_cuts_long_values_and_says_how_long) {
+  BOOST_CHECK_EQUAL(Abbreviate("short"), "short");
+  BOOST_CHECK_EQUAL(Abbreviate(std::string(kMaxQuotedChars, 'a')), std::string(kMaxQuotedChars, 'a'));
+  const std::string cut = Abbreviate(std::string(16 << 20, 'a'));
+  BOOST_CHECK_EQUAL(cut, std::string(kMaxQuotedChars, 'a') + "... (16777216 bytes)");
+  // Never splits a UTF-8 sequence: 'é' is two bytes, the cut falls before it.
+  const std::string accents = std::string(kMaxQuotedChars - 1, 'a') + "\xc3\xa9" + std::string(10, 'b');
+  BOOST_CHECK_EQUAL(Abbreviate(accents), std::string(kMaxQuotedChars - 1, 'a') + "... (211 bytes)");
+}
+
+BOOST_AUTO_TEST_CASE(graph_errors_quote_long_values_cut) {
+  const std::string big(1 << 20, 'Q');
+  const std::string text = R"({"inputs": [], "nodes": [{"name": "n", "op_type": "X", "inputs": [], ")" + big +
+                           R"(": 1}], "outputs": ["n:0"]})";
+  try {
+    ParseGraph(text, "g.json", ".");
+    BOOST_FAIL("no error");
+  } catch (const GraphError& e) {
+    const std::string what = e.what();
+    BOOST_CHECK_LT(what.size(), 600u);
+    BOOST_CHECK(Contains(what, "unknown field '" + std::string(kMaxQuotedChars, 'Q') + "... (1048576 bytes)'"));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_keys_are_refused_with_their_place) {
+  const auto error = [](const std::string& text) {
+    try {
+      ParseGraph(text, "g.json", ".");
+    } catch (const GraphError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  BOOST_CHECK_EQUAL(error(R"({"nodes": [], "nodes": [], "outputs": []})"),
+                    "g.json: duplicate key \"nodes\" (JSON readers would keep only one of them)");
+  BOOST_CHECK(Contains(error(R"({"inputs": [{"a": 1}, {"b": [{}, {"c": 1, "c": 2}]}], "outputs": []})"),
+                       "g.json: inputs[1].b[1]: duplicate key \"c\""));
+  // The same key in sibling objects, or in an object inside an array next to one, is fine.
+  BOOST_CHECK(!Contains(error(R"({"inputs": [{"name": "x"}, {"name": "y"}], "nodes": [{"name": "x"}]})"),
+                        "duplicate"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -188,6 +188,27 @@ def test_other_tools_are_ignored(tmp_path):
     assert _loader.read_metadata(pkg, True)["isolation"] == "main"
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_byte_order_mark_is_skipped_as_pip_does(tmp_path, newline):
+    """Some Windows editors save pyproject.toml with a UTF-8 BOM (and CRLF)."""
+    text = newline.join(['[project]', 'name = "p"', 'version = "2.0"', '', '[tool.ge-plugin]', 'isolation = "main"', ''])
+    pkg = write_pkg(tmp_path, "")
+    with open(pkg + "/pyproject.toml", "wb") as f:
+        f.write(b"\xef\xbb\xbf" + text.encode())
+    meta = _loader.read_metadata(pkg, True)
+    assert (meta["version"], meta["isolation"]) == ("2.0", "main")
+
+
+def test_a_pyproject_that_is_not_utf8_names_the_file_and_byte(tmp_path):
+    pkg = write_pkg(tmp_path, "")
+    with open(pkg + "/pyproject.toml", "wb") as f:
+        f.write(b'[project]\nname = "\xff"\n')
+    with pytest.raises(ValueError) as info:
+        _loader.read_metadata(pkg, True)
+    assert str(info.value).startswith(pkg + "/pyproject.toml: cannot read pyproject.toml: not UTF-8")
+    assert "at byte 18" in str(info.value)
+
+
 def test_bad_isolation_message(tmp_path):
     pkg = write_pkg(tmp_path, '[tool.ge-plugin]\nisolation = "threads"\n')
     with pytest.raises(ValueError) as info:

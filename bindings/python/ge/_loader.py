@@ -20,6 +20,8 @@ VALID_ISOLATIONS = ("subinterpreter", "main", "process")
 
 _refused = []          # extension modules the guard refused in this interpreter
 _plugin_modules = {}   # top-level module name -> plugin name (for output capture)
+_thread_starters = {}  # thread ident -> plugin whose import started it (for exit warnings)
+_forgotten_modules = {}  # like _plugin_modules, for unloaded plugins whose threads may outlive them
 
 
 def read_metadata(path, is_package):
@@ -41,7 +43,11 @@ def read_metadata(path, is_package):
     import tomllib  # only the main interpreter reads metadata
     try:
         with open(pp, "rb") as f:
-            data = tomllib.load(f)
+            raw = f.read()
+        # A UTF-8 byte-order mark (some Windows editors write one) is skipped, as pip does.
+        data = tomllib.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{pp}: cannot read pyproject.toml: not UTF-8 ({e.reason} at byte {e.start})") from None
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ValueError(f"{pp}: cannot read pyproject.toml: {e}") from None
     project = data.get("project", {})
@@ -175,17 +181,7 @@ class _PluginStream(_HostOwnedWriter):
         self.buffer = _PluginBuffer(self)
 
     def _plugin(self):
-        try:
-            frame = sys._getframe(2)
-        except ValueError:
-            return self._default
-        while frame is not None:
-            mod = frame.f_globals.get("__name__", "")
-            top = mod.split(".", 1)[0]
-            if top in _plugin_modules:
-                return _plugin_modules[top]
-            frame = frame.f_back
-        return self._default
+        return _calling_plugin(self._default, depth=3)
 
     def write(self, text):
         if not isinstance(text, str):
@@ -203,6 +199,78 @@ class _PluginStream(_HostOwnedWriter):
             if rest:
                 _ge_native._log_line(plugin, self._is_stderr, rest)
         self._pending.clear()
+
+
+def _calling_plugin(default, depth=2):
+    """The plugin whose module is the innermost on the caller's stack (main
+    isolation runs several plugins in one interpreter), else ``default``."""
+    try:
+        frame = sys._getframe(depth)
+    except ValueError:
+        return default
+    while frame is not None:
+        top = frame.f_globals.get("__name__", "").split(".", 1)[0]
+        if top in _plugin_modules:
+            return _plugin_modules[top]
+        frame = frame.f_back
+    return default
+
+
+# What a plugin may not change in the engine's process: signal dispositions,
+# the signal mask, interval timers and signal-consuming waits
+# (share/docs/plugin-authors.md, "The process belongs to the engine").
+_SIGNAL_CALLS = ("signal", "siginterrupt", "set_wakeup_fd", "pthread_sigmask", "setitimer", "alarm", "sigwait",
+                 "sigwaitinfo", "sigtimedwait")
+_FAULTHANDLER_CALLS = ("register", "unregister")
+
+
+def _refusing(module_name, name, default_plugin):
+    def refused(*args, **kwargs):
+        plugin = _calling_plugin(default_plugin)
+        raise ValueError(
+            f"plugin '{plugin}': {module_name}.{name}() is not available to plugins: the engine owns the process's "
+            f"signal handlers, signal mask and timers (share/docs/plugin-authors.md, "
+            f"\"The process belongs to the engine\")")
+    refused.__name__ = name
+    refused.__qualname__ = name
+    refused._ge_refused = True
+    return refused
+
+
+def guard_process_signals(default_plugin):
+    """Replace the calls of ``signal`` (and ``_signal``) and ``faulthandler``
+    that install signal handlers, change the signal mask or arm timers with
+    ones raising ValueError naming the calling plugin, in this interpreter
+    (idempotent). ``signal.signal`` already raises ValueError in a
+    sub-interpreter; ``alarm``, ``setitimer`` and ``pthread_sigmask`` would
+    otherwise act on the whole process from any interpreter."""
+    import _signal
+    targets = [("signal", _signal, _SIGNAL_CALLS)]
+    if "signal" in sys.modules:
+        targets.append(("signal", sys.modules["signal"], _SIGNAL_CALLS))
+    import faulthandler
+    targets.append(("faulthandler", faulthandler, _FAULTHANDLER_CALLS))
+    for module_name, module, names in targets:
+        for name in names:
+            current = getattr(module, name, None)
+            if current is not None and not getattr(current, "_ge_refused", False):
+                setattr(module, name, _refusing(module_name, name, default_plugin))
+
+
+def _thread_idents():
+    threading = sys.modules.get("threading")
+    return set(threading._active) if threading is not None else set()
+
+
+def _thread_owner(thread):
+    """The plugin that started a thread while being imported, else the plugin
+    whose code the thread runs (its target's or its class's module), or None."""
+    if thread.ident in _thread_starters:
+        return _thread_starters[thread.ident]
+    target = getattr(thread, "_target", None)
+    module = getattr(target, "__module__", None) if target is not None else type(thread).__module__
+    top = (module or "").split(".", 1)[0]
+    return _plugin_modules.get(top) or _forgotten_modules.get(top)
 
 
 def _stdlib_dirs():
@@ -255,6 +323,7 @@ def prepare(plugin_name, path_entry, subinterpreter, is_package=True):
         default = plugin_name if subinterpreter else "main-interpreter"
         sys.stdout = _PluginStream(default, False)
         sys.stderr = _PluginStream(default, True)
+    guard_process_signals(plugin_name if subinterpreter else "main-interpreter")
     if subinterpreter:
         _install_extension_guard(plugin_name, is_package)
 
@@ -282,8 +351,11 @@ def import_plugin(plugin_name, module_name, path, is_package):
     module = _bootstrap.module_from_spec(spec)
     _plugin_modules[module_name] = plugin_name
     sys.modules[module_name] = module
+    threads_before = _thread_idents()
     try:
         spec.loader.exec_module(module)
+        for ident in _thread_idents() - threads_before:
+            _thread_starters[ident] = plugin_name
     except BaseException:
         sys.modules.pop(module_name, None)
         for name in [m for m in sys.modules if m.startswith(module_name + ".")]:
@@ -305,7 +377,8 @@ def forget_plugin(module_name):
     """Drop a plugin's modules from this interpreter (failed load in main)."""
     for name in [m for m in sys.modules if m == module_name or m.startswith(module_name + ".")]:
         sys.modules.pop(name, None)
-    _plugin_modules.pop(module_name, None)
+    if module_name in _plugin_modules:
+        _forgotten_modules[module_name] = _plugin_modules.pop(module_name)
 
 
 def refused_extensions():
@@ -315,18 +388,22 @@ def refused_extensions():
     return names
 
 
-def join_threads(timeout):
-    """Join the threads a plugin started, for at most ``timeout`` seconds in
-    total; returns the names of those still alive."""
+def join_threads(timeout, daemon=True):
+    """Join the threads plugins started in this interpreter (non-daemon or
+    daemon), for at most ``timeout`` seconds in total; returns a description of
+    each one still alive: its name, and the plugin it runs code of when known
+    ("'worker' (plugin 'p')"). ``daemon=False`` leaves daemon threads alone
+    (they never delay the interpreter's finalization)."""
     threading = sys.modules.get("threading")
     if threading is None:
         return []
     import time
     deadline = time.monotonic() + timeout
     main = threading.main_thread()
-    for t in threading.enumerate():
-        if t is main or t is threading.current_thread():
-            continue
+    def others():
+        return [t for t in threading.enumerate()
+                if t is not main and t is not threading.current_thread() and (daemon or not t.daemon)]
+    for t in others():
         t.join(max(0.0, deadline - time.monotonic()))
-    return [t.name for t in threading.enumerate()
-            if t is not main and t is not threading.current_thread() and t.is_alive()]
+    alive = [t for t in others() if t.is_alive()]
+    return [f"'{t.name}'" + (f" (plugin '{_thread_owner(t)}')" if _thread_owner(t) else "") for t in alive]

@@ -1,6 +1,8 @@
 // CPU kernel backend: in-memory ELF loading, block pool, crash reporting.
 #include "ge/engine/cpu_backend.h"
 
+#include "ge/crash_report.h"
+
 #include <csetjmp>
 #include <csignal>
 #include <cstdlib>
@@ -26,6 +28,9 @@ thread_local volatile sig_atomic_t t_in_kernel = 0;
 thread_local const char* t_label = nullptr;  // the kernel being run, for fail-fast reports
 thread_local uint64_t t_block = 0;
 std::atomic<const char*> g_crash_exit_prefix{nullptr};
+std::atomic<const char*> g_report_prefix{nullptr};  // InstallCrashReport
+std::atomic<const char*> g_report_hint{nullptr};
+thread_local const char* t_breadcrumb = nullptr;   // CrashBreadcrumb
 
 // Async-signal-safe output: write(2) only, no allocation, no locale.
 void SafeWrite(const char* s) {
@@ -41,7 +46,6 @@ void SafeWriteNumber(uint64_t v) {
   } while (v != 0 && i > 0);
   SafeWrite(buf + i);
 }
-thread_local bool t_altstack = false;
 std::once_flag g_handlers_once;
 constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 struct sigaction g_previous[NSIG];
@@ -71,6 +75,24 @@ void OnFatalSignal(int sig) {
     t_in_kernel = 0;
     siglongjmp(t_jump, sig);
   }
+  if (const char* prefix = g_report_prefix.load()) {
+    static std::atomic<int> reported{0};
+    if (reported.exchange(1) == 0) {
+      const char* abbrev = sigabbrev_np(sig);
+      SafeWrite(prefix);
+      SafeWrite("fatal signal SIG");
+      SafeWrite(abbrev ? abbrev : "?");
+      if (const char* what = t_breadcrumb) {
+        SafeWrite(" while ");
+        SafeWrite(what);
+      }
+      SafeWrite("\n");
+      if (const char* hint = g_report_hint.load(); hint != nullptr && t_breadcrumb != nullptr) {
+        SafeWrite(hint);
+        SafeWrite("\n");
+      }
+    }
+  }
   sigaction(sig, &g_previous[sig], nullptr);  // chain: the previous handler or the default action
   raise(sig);
 }
@@ -98,17 +120,41 @@ void InstallHandlers() {
   });
 }
 
-void EnsureAltStack() {
-  if (t_altstack) return;
-  t_altstack = true;
-  constexpr std::size_t kSize = 1 << 16;
-  void* mem = std::malloc(kSize);  // per thread, kept for the thread's life
-  if (mem == nullptr) return;
-  stack_t ss{};
-  ss.ss_sp = mem;
-  ss.ss_size = kSize;
-  if (sigaltstack(&ss, nullptr) != 0) std::free(mem);
-}
+// The alternate signal stack a guarded thread needs to report a kernel's stack
+// overflow. A thread that already has one (an embedding program's, or a
+// sanitizer's) keeps it; otherwise ours is installed on first use and, at the
+// thread's exit, the previous setting is restored and ours freed.
+class AltStack {
+ public:
+  void Ensure() {
+    if (checked_) return;
+    checked_ = true;
+    stack_t current{};
+    if (sigaltstack(nullptr, &current) != 0 || !(current.ss_flags & SS_DISABLE)) return;  // one is set: keep it
+    constexpr std::size_t kSize = 1 << 16;
+    mem_ = std::malloc(kSize);
+    if (mem_ == nullptr) return;
+    stack_t ss{};
+    ss.ss_sp = mem_;
+    ss.ss_size = kSize;
+    if (sigaltstack(&ss, &previous_) != 0) {
+      std::free(mem_);
+      mem_ = nullptr;
+    }
+  }
+  ~AltStack() {
+    if (mem_ == nullptr) return;
+    if (sigaltstack(&previous_, nullptr) == 0) std::free(mem_);  // else still in use: leak rather than free it
+  }
+
+ private:
+  bool checked_ = false;
+  void* mem_ = nullptr;
+  stack_t previous_{};
+};
+thread_local AltStack t_altstack;
+
+void EnsureAltStack() { t_altstack.Ensure(); }
 
 // Runs f() guarded; returns 0 or the signal that ended it.
 template <typename F>
@@ -206,6 +252,15 @@ std::size_t KernelCache::LoadedBinaries() const {
 }
 
 void SetKernelCrashExit(const char* prefix) { g_crash_exit_prefix.store(prefix); }
+
+void InstallCrashReport(const char* prefix, const char* hint) {
+  g_report_hint.store(hint);
+  g_report_prefix.store(prefix);
+  InstallHandlers();
+}
+
+CrashBreadcrumb::CrashBreadcrumb(const char* what) noexcept : previous_(t_breadcrumb) { t_breadcrumb = what; }
+CrashBreadcrumb::~CrashBreadcrumb() { t_breadcrumb = previous_; }
 
 CpuKernelFn KernelCache::Resolve(const std::string& bin, const std::string& kernel_name, const char* label) {
   CheckElf(bin);

@@ -1,6 +1,8 @@
 // The reference engine: compile (resolve, coerce attrs, order, infer_meta) and run.
 #include "ge/engine/engine.h"
 
+#include "ge/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -15,7 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string NodeWhere(const GraphNode& n) { return "node '" + n.name + "' (" + n.op_type + ")"; }
+std::string NodeWhere(const GraphNode& n) { return "node '" + Abbreviate(n.name) + "' (" + Abbreviate(n.op_type) + ")"; }
 
 std::size_t EditDistance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -42,7 +44,7 @@ std::string SuggestOpType(const std::string& wanted, const std::vector<std::stri
       best = k;
     }
   }
-  if (!best.empty()) return " (did you mean '" + best + "'?)";
+  if (!best.empty()) return " (did you mean '" + Abbreviate(best) + "'?)";
   if (known.empty()) return " (no op is registered)";
   std::string list;
   for (std::size_t i = 0; i < known.size() && i < 12; ++i) list += (i ? ", " : "") + known[i];
@@ -70,7 +72,7 @@ std::string JsonStr(const json& v, const std::string& where) {
 DataType JsonDataType(const json& v, const std::string& where) {
   const std::string s = JsonStr(v, where);
   auto dt = DataTypeFromName(s);
-  if (!dt) throw GraphError(where, "unknown dtype '" + s + "'");
+  if (!dt) throw GraphError(where, "unknown dtype '" + Abbreviate(s) + "'");
   return *dt;
 }
 template <typename T, typename F>
@@ -133,7 +135,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     c.node = &n;
     auto reg = registry_.Find(n.op_type);
     if (!reg) {
-      throw EngineError(n.name, NodeWhere(n) + ": unknown op_type '" + n.op_type + "'" +
+      throw EngineError(n.name, NodeWhere(n) + ": unknown op_type '" + Abbreviate(n.op_type) + "'" +
                                     SuggestOpType(n.op_type, registry_.ListOpTypes()));
     }
     c.schema = reg->schema;
@@ -168,9 +170,9 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       }
       auto check_ref = [&](const TensorRef& r) {
         if (r.node.empty()) {
-          if (!graph_inputs.count(r.text)) throw EngineError(n.name, w + ": unknown graph input '" + r.text + "'");
+          if (!graph_inputs.count(r.text)) throw EngineError(n.name, w + ": unknown graph input '" + Abbreviate(r.text) + "'");
         } else {
-          if (!node_index.count(r.node)) throw EngineError(n.name, w + ": unknown node '" + r.node + "' in '" + r.text + "'");
+          if (!node_index.count(r.node)) throw EngineError(n.name, w + ": unknown node '" + Abbreviate(r.node) + "' in '" + Abbreviate(r.text) + "'");
           if (r.node == n.name) throw EngineError(n.name, w + ": a node cannot consume its own output");
         }
       };
@@ -184,7 +186,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       if (!s.FindAttr(k)) {
         std::string known;
         for (const auto& a : s.attrs) known += (known.empty() ? "" : ", ") + a.name;
-        throw EngineError(n.name, NodeWhere(n) + ": attrs." + k + ": unknown attribute (the IR has: " +
+        throw EngineError(n.name, NodeWhere(n) + ": attrs." + Abbreviate(k) + ": unknown attribute (the IR has: " +
                                       (known.empty() ? "none" : known) + ")");
       }
     }
@@ -199,7 +201,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       } else if (a.default_value) {
         values.push_back(*a.default_value);
       } else {
-        throw EngineError(n.name, NodeWhere(n) + ": attrs." + a.name + ": missing required attribute (" +
+        throw EngineError(n.name, NodeWhere(n) + ": attrs." + Abbreviate(a.name) + ": missing required attribute (" +
                                       std::string(AttrTypeName(a.type)) + ")");
       }
     }
@@ -248,7 +250,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       if (r.node.empty()) return graph_inputs.at(r.text)->tensor.Desc();
       const auto& outs = metas.at(r.node);
       if (r.index >= outs.size()) {
-        throw EngineError(n.name, w + ": '" + r.text + "' refers to output " + std::to_string(r.index) + " of node '" + r.node +
+        throw EngineError(n.name, w + ": '" + Abbreviate(r.text) + "' refers to output " + std::to_string(r.index) + " of node '" + r.node +
                                       "', which has " + std::to_string(outs.size()) + " output(s)");
       }
       return outs[r.index];
@@ -274,7 +276,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       std::vector<std::size_t> counts;
       for (const auto& o : c.schema->outputs) {
         if (o.kind == IrOutputKind::kDynamic) {
-          throw EngineError(n.name, NodeWhere(n) + ": output '" + o.name + "' is dynamic, which needs infer_meta to size it");
+          throw EngineError(n.name, NodeWhere(n) + ": output '" + Abbreviate(o.name) + "' is dynamic, which needs infer_meta to size it");
         }
         counts.push_back(1);
       }
@@ -289,13 +291,13 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
   }
   for (const auto& r : graph.outputs) {
     if (r.node.empty()) {
-      if (!graph_inputs.count(r.text)) throw EngineError("", graph.file + ": outputs: unknown tensor '" + r.text + "'");
+      if (!graph_inputs.count(r.text)) throw EngineError("", graph.file + ": outputs: unknown tensor '" + Abbreviate(r.text) + "'");
       continue;
     }
     auto it = metas.find(r.node);
-    if (it == metas.end()) throw EngineError("", graph.file + ": outputs: unknown node '" + r.node + "' in '" + r.text + "'");
+    if (it == metas.end()) throw EngineError("", graph.file + ": outputs: unknown node '" + Abbreviate(r.node) + "' in '" + Abbreviate(r.text) + "'");
     if (r.index >= it->second.size()) {
-      throw EngineError(r.node, graph.file + ": outputs: '" + r.text + "' but node '" + r.node + "' has " +
+      throw EngineError(r.node, graph.file + ": outputs: '" + Abbreviate(r.text) + "' but node '" + Abbreviate(r.node) + "' has " +
                                     std::to_string(it->second.size()) + " output(s)");
     }
   }
@@ -348,7 +350,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     for (const KernelLaunch& l : c.plan->launches) {
       CompiledNode::Launch launch;
       launch.kernel_name = l.kernel_name;
-      launch.label = NodeWhere(n) + ": kernel '" + l.kernel_name + "'";
+      launch.label = NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "'";
       launch.block_dim = l.block_dim;
       launch.slots = l.args;
       launch.words.resize(l.args.size());
@@ -360,7 +362,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
         launch.fn = cg.kernels->Resolve(*l.kernel_bin, l.kernel_name, load_label.c_str());
       } catch (const KernelError& e) {
         const bool crashed = std::string(e.what()).find("crashed while loading") != std::string::npos;
-        throw EngineError(n.name, NodeWhere(n) + ": kernel '" + l.kernel_name + "': " + e.what(), {}, crashed);
+        throw EngineError(n.name, NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "': " + e.what(), {}, crashed);
       }
       c.launches.push_back(std::move(launch));
     }
@@ -399,7 +401,7 @@ void Engine::RunPlan(CompiledNode& c, const std::vector<Tensor*>& ins, std::map<
     auto crash = pool_->Run(l.fn, l.block_dim, l.words.data(), l.label.c_str());
     ++c.stats.kernel_launches;
     if (crash) {
-      throw EngineError(n.name, NodeWhere(n) + ": kernel '" + l.kernel_name + "' crashed: " + *crash, {}, /*fatal=*/true);
+      throw EngineError(n.name, NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "' crashed: " + *crash, {}, /*fatal=*/true);
     }
   }
   c.stats.execute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
@@ -422,7 +424,7 @@ std::vector<Tensor> Engine::NodeInputs(const CompiledNode& c, std::map<std::stri
   for (std::size_t ir = 0; ir < c.inputs.size(); ++ir) {
     auto take = [&](const TensorRef& r) {
       auto it = values.find(r.node.empty() ? r.text : r.node + ":" + std::to_string(r.index));
-      if (it == values.end()) throw EngineError(n.name, NodeWhere(n) + ": input '" + r.text + "' was not produced");
+      if (it == values.end()) throw EngineError(n.name, NodeWhere(n) + ": input '" + Abbreviate(r.text) + "' was not produced");
       const bool writable = ir < mutated.size() && mutated[ir];
       out.push_back(writable ? it->second.Clone() : it->second.ReadOnlyView());
     };
@@ -480,7 +482,7 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& r : graph.outputs) {
     auto it = values.find(r.node.empty() ? r.text : r.node + ":" + std::to_string(r.index));
-    if (it == values.end()) throw EngineError(r.node, "graph output '" + r.text + "' was not produced");
+    if (it == values.end()) throw EngineError(r.node, "graph output '" + Abbreviate(r.text) + "' was not produced");
     result.outputs.insert_or_assign(r.text, it->second);
   }
   return result;

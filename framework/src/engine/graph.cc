@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "ge/engine/npy.h"
+#include "ge/text.h"
 
 namespace ge {
 
@@ -98,9 +99,9 @@ TensorRef ParseRef(const json& v, const std::string& where) {
     r.node = r.text.substr(0, colon);
     const std::string idx = r.text.substr(colon + 1);
     if (r.node.empty() || idx.empty() || idx.find_first_not_of("0123456789") != std::string::npos) {
-      throw GraphError(where, "bad tensor reference '" + r.text + "' (expected \"node:index\")");
+      throw GraphError(where, "bad tensor reference '" + Abbreviate(r.text) + "' (expected \"node:index\")");
     }
-    if (idx.size() > 9) throw GraphError(where, "output index in '" + r.text + "' is too large");
+    if (idx.size() > 9) throw GraphError(where, "output index in '" + Abbreviate(r.text) + "' is too large");
     r.index = std::stoul(idx);
   }
   return r;
@@ -188,20 +189,100 @@ static void CheckJsonDepth(const std::string& text, const std::string& file) {
   }
 }
 
+// JSON leaves duplicate keys to the reader, and nlohmann keeps the last: a graph
+// with two "nodes" lists or "axis" twice would silently lose one. This SAX pass
+// refuses any duplicate, naming the key and where it is ("nodes[1].attrs").
+class DuplicateKeyCheck : public nlohmann::json_sax<json> {
+ public:
+  explicit DuplicateKeyCheck(std::string file) : file_(std::move(file)) {}
+
+  bool null() override { return Value(); }
+  bool boolean(bool) override { return Value(); }
+  bool number_integer(number_integer_t) override { return Value(); }
+  bool number_unsigned(number_unsigned_t) override { return Value(); }
+  bool number_float(number_float_t, const string_t&) override { return Value(); }
+  bool string(string_t&) override { return Value(); }
+  bool binary(binary_t&) override { return Value(); }
+  bool start_object(std::size_t) override {
+    Value();
+    stack_.push_back(Frame{true, {}, {}, 0});
+    return true;
+  }
+  bool key(string_t& k) override {
+    Frame& f = stack_.back();
+    if (!f.keys.insert(k).second) {
+      const std::string where = Path();
+      throw GraphError(file_ + (where.empty() ? "" : ": " + where),
+                       "duplicate key \"" + Abbreviate(k) + "\" (JSON readers would keep only one of them)");
+    }
+    f.key = k;
+    return true;
+  }
+  bool end_object() override {
+    stack_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    Value();
+    stack_.push_back(Frame{false, {}, {}, 0});
+    return true;
+  }
+  bool end_array() override {
+    stack_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;  // the real parse reports it
+  }
+
+ private:
+  struct Frame {
+    bool object;
+    std::set<std::string> keys;
+    std::string key;    // the object's current key
+    std::size_t index;  // the array's next element
+  };
+  // A value starts: in an array it takes the next index.
+  bool Value() {
+    if (!stack_.empty() && !stack_.back().object) ++stack_.back().index;
+    return true;
+  }
+  // "nodes[1].attrs" for the innermost object (array indexes are the element's).
+  std::string Path() const {
+    std::string p;
+    for (std::size_t i = 0; i + 1 < stack_.size(); ++i) {
+      const Frame& f = stack_[i];
+      if (f.object) {
+        p += (p.empty() ? "" : ".") + Abbreviate(f.key);
+      } else {
+        p += "[" + std::to_string(f.index - 1) + "]";
+      }
+    }
+    return p;
+  }
+
+  std::string file_;
+  std::vector<Frame> stack_;
+};
+
 // Names become file names (<node>_<index>.npy) and references: no path
 // separators, NUL or other control characters, not "." or "..".
 static void CheckName(const std::string& name, const std::string& where) {
   if (name.empty()) throw GraphError(where, "name must not be empty");
-  if (name == "." || name == "..") throw GraphError(where, "name '" + name + "' is not allowed");
+  if (name == "." || name == "..") throw GraphError(where, "name '" + Abbreviate(name) + "' is not allowed");
   for (unsigned char ch : name) {
     if (ch == '/' || ch == ':' || ch < 0x20 || ch == 0x7f) {
-      throw GraphError(where, "name '" + name + "' may not contain '/', ':' or control characters");
+      throw GraphError(where, "name '" + Abbreviate(name) + "' may not contain '/', ':' or control characters");
     }
   }
 }
 
 Graph ParseGraph(const std::string& text, const std::string& file, const std::filesystem::path& base_dir) {
   CheckJsonDepth(text, file);
+  {
+    DuplicateKeyCheck check(file);
+    json::sax_parse(text, &check);
+  }
   json j;
   try {
     j = json::parse(text);
@@ -211,7 +292,7 @@ Graph ParseGraph(const std::string& text, const std::string& file, const std::fi
   if (!j.is_object()) throw GraphError(file, "the graph must be a JSON object");
   static const std::set<std::string> kTop{"name", "options", "inputs", "nodes", "outputs"};
   for (const auto& [k, v] : j.items()) {
-    if (!kTop.count(k)) throw GraphError(file, "unknown field '" + k + "' (expected name, options, inputs, nodes, outputs)");
+    if (!kTop.count(k)) throw GraphError(file, "unknown field '" + Abbreviate(k) + "' (expected name, options, inputs, nodes, outputs)");
   }
   Graph g;
   g.file = file;
@@ -219,7 +300,7 @@ Graph ParseGraph(const std::string& text, const std::string& file, const std::fi
   if (j.contains("options")) {
     if (!j["options"].is_object()) throw GraphError(file + ": options", "must be an object of strings");
     for (const auto& [k, v] : j["options"].items()) {
-      if (!v.is_string()) throw GraphError(file + ": options." + k, "must be a string");
+      if (!v.is_string()) throw GraphError(file + ": options." + Abbreviate(k), "must be a string");
       g.options[k] = v.get<std::string>();
     }
   }
@@ -232,14 +313,14 @@ Graph ParseGraph(const std::string& text, const std::string& file, const std::fi
       if (!in.is_object()) throw GraphError(where, "must be an object");
       GraphInput gi;
       gi.name = Str(in, "name", where);
-      where += " '" + gi.name + "'";
+      where += " '" + Abbreviate(gi.name) + "'";
       CheckName(gi.name, where);
-      if (!names.insert(gi.name).second) throw GraphError(where, "duplicate input name '" + gi.name + "'");
+      if (!names.insert(gi.name).second) throw GraphError(where, "duplicate input name '" + Abbreviate(gi.name) + "'");
       std::optional<DataType> dt;
       if (in.contains("dtype")) {
         const std::string dts = Str(in, "dtype", where);
         dt = DataTypeFromName(dts);
-        if (!dt) throw GraphError(where + ".dtype", "unknown dtype '" + dts + "' (use numpy names: float32, float16, bfloat16, float64, int8..int64, uint8..uint64, bool)");
+        if (!dt) throw GraphError(where + ".dtype", "unknown dtype '" + Abbreviate(dts) + "' (use numpy names: float32, float16, bfloat16, float64, int8..int64, uint8..uint64, bool)");
       }
       std::optional<Shape> shape;
       if (in.contains("shape")) shape = ShapeFromJson(in["shape"], where + ".shape");
@@ -272,13 +353,13 @@ Graph ParseGraph(const std::string& text, const std::string& file, const std::fi
     if (!n.is_object()) throw GraphError(where, "must be an object");
     GraphNode node;
     node.name = Str(n, "name", where);
-    where += " '" + node.name + "'";
+    where += " '" + Abbreviate(node.name) + "'";
     CheckName(node.name, where);
-    if (!names.insert(node.name).second) throw GraphError(where, "duplicate name '" + node.name + "'");
+    if (!names.insert(node.name).second) throw GraphError(where, "duplicate name '" + Abbreviate(node.name) + "'");
     node.op_type = Str(n, "op_type", where);
     for (const auto& [k, v] : n.items()) {
       if (k != "name" && k != "op_type" && k != "inputs" && k != "attrs") {
-        throw GraphError(where, "unknown field '" + k + "' (expected name, op_type, inputs, attrs)");
+        throw GraphError(where, "unknown field '" + Abbreviate(k) + "' (expected name, op_type, inputs, attrs)");
       }
     }
     if (n.contains("inputs")) {
@@ -311,7 +392,7 @@ Graph ParseGraph(const std::string& text, const std::string& file, const std::fi
     const std::string where = file + ": outputs[" + std::to_string(i) + "]";
     g.outputs.push_back(ParseRef(j["outputs"][i], where));
     if (!seen_outputs.insert(g.outputs.back().text).second) {
-      throw GraphError(where, "'" + g.outputs.back().text + "' is listed twice");
+      throw GraphError(where, "'" + Abbreviate(g.outputs.back().text) + "' is listed twice");
     }
   }
   return g;

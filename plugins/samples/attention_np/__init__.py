@@ -51,8 +51,10 @@ def softmax(x: TensorDesc, *, axis: int = -1) -> TensorDesc:
 class Softmax:
     def execute(self, x: Tensor, *, axis: int) -> None:
         nx = np.asarray(x)
-        e = np.exp(nx - nx.max(axis=axis, keepdims=True))
         y = get_execute_ctx().malloc_output_tensor(0, StorageShape(list(nx.shape), list(nx.shape)), StorageFormat(), x.data_type)
+        if nx.size == 0:  # no elements: max() has no identity, and there is nothing to write
+            return
+        e = np.exp(nx - nx.max(axis=axis, keepdims=True))
         np.asarray(y)[...] = e / e.sum(axis=axis, keepdims=True)
 
 

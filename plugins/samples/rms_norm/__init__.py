@@ -37,6 +37,8 @@ class RmsNorm:
         src = x.data.cast("B").cast("f")
         dst = y.data.cast("B").cast("f")
         g = gamma.data.cast("B").cast("f").tolist() if gamma is not None else None
+        if len(src) == 0:  # no elements (a zero in the shape): nothing to normalize
+            return
         for start in range(0, len(src), cols):
             row = src[start:start + cols].tolist()
             inv = 1.0 / math.sqrt(_kernels.mean_square(row) + epsilon)

@@ -24,7 +24,7 @@ from ._impl import (
     get_registered_op_impls,
     register_op_impl,
 )
-from ._proto import register_op
+from ._proto import _as_index, register_op
 
 __all__ = [
     "register_op",
@@ -141,11 +141,15 @@ class AnnotatedKernelLaunchInfo:
             raise TypeError("kernel_name must be a str")
         if not isinstance(kernel_bin, (bytes, bytearray)):
             raise TypeError("kernel_bin must be bytes")
+        checked = []
         for name, value, bound in (("block_dim", block_dim, 2**32), ("stream_id", stream_id, 2**63)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            value = _as_index(value)
+            if value is None or value < 0:
                 raise TypeError(f"{name} must be a non-negative int")
+            checked.append(value)
             if value >= bound:
                 raise ValueError(f"{name} must be below {bound}, got {value}")
+        block_dim, stream_id = checked
         if not kernel_name:
             raise ValueError("kernel_name must not be empty")
         if not kernel_bin:

@@ -55,6 +55,7 @@ from __future__ import annotations  # annotations below are text: no typing impo
 
 import collections.abc
 import enum
+import _operator  # the C module behind operator (no Python module to load)
 import sys
 import types
 
@@ -619,6 +620,22 @@ ATTR_ANNOTATION_TEXT = {
 }
 
 
+def _as_index(value: Any) -> Optional[int]:
+    """``value`` as an int the way Python's builtins take one (``operator.index``:
+    an int, or a numpy integer such as ``np.int64(3)``), else None. A bool,
+    Python's or numpy's, is never an int here; nor is a float."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return None
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return None
+    try:
+        return _operator.index(value)
+    except TypeError:
+        return None
+
+
 def _scalar_default_ok(vt: str, value: Any) -> bool:
     if vt == "VT_INT":
         return type(value) is int and _INT64_MIN <= value <= _INT64_MAX
@@ -1046,8 +1063,8 @@ def call_infer_meta(proto: Any, inputs: Sequence[Any], attrs: Mapping[str, Any],
     if dynamic_output_counts:
         names = {o.name: i for i, o in enumerate(proto.outputs)}
         for key, count in dynamic_output_counts.items():
-            index = names.get(key) if isinstance(key, str) else key
-            if not isinstance(index, int) or not 0 <= index < len(proto.outputs):
+            index = names.get(key) if isinstance(key, str) else _as_index(key)
+            if index is None or not 0 <= index < len(proto.outputs):
                 raise ValueError(f"infer_meta of op_type '{op}': unknown output {key!r} "
                                  "in dynamic_output_counts")
             counts[index] = count

@@ -32,9 +32,17 @@ struct DiscoveredPlugin {
   bool is_package = false;
 };
 
+// Seconds the threads a plugin left running get to finish when its
+// sub-interpreter ends, and the main interpreter's at process exit; after that
+// they are left running and the interpreter is not finalized (never blocked on).
+inline constexpr double kThreadJoinTimeoutS = 0.5;
+
 struct HostOptions {
   // opp path entries (files or folders), in priority order. When empty and
   // use_env_opp_path is set, ASCEND_CUSTOM_OPP_PATH (':'-separated) is used.
+  // Relative entries (and LoadPlugin's path) are resolved against the current
+  // directory at the host's construction: a plugin calling os.chdir changes
+  // nothing the host reads.
   std::vector<std::string> opp_paths;
   bool use_env_opp_path = true;
   // Folder holding the `ge` Python package. Empty: GE_PLUGIN_PYTHON_DIR, else
@@ -43,7 +51,7 @@ struct HostOptions {
   // A non-empty folder without the package makes the constructor throw.
   std::string python_dir;
   // Seconds a sub-interpreter's leftover threads get to finish at unload.
-  double thread_join_timeout_s = 0.5;
+  double thread_join_timeout_s = kThreadJoinTimeoutS;
   // Isolation of package plugins whose pyproject.toml does not set one, and of
   // single-file plugins: "subinterpreter" (default) or "main". Others throw
   // std::invalid_argument from the constructor.

@@ -1,0 +1,36 @@
+// ge/crash_report.h: what a process's last words name when a plugin crashes it.
+//
+// A fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) raised outside
+// kernel code (kernel crashes are reported by the CPU backend, see
+// ge/engine/cpu_backend.h) ends the process with the signal's default action,
+// as before; with the report installed, one line is written first naming what
+// the crashing thread was doing, e.g.
+//   ge-run: error: fatal signal SIGSEGV while loading plugin 'p' (/opp/p.py)
+// followed by the hint the tool gave. Nothing is allocated in the handler
+// (write(2) only). Handlers installed before ours (an embedding engine's) are
+// called after the report, so they keep working.
+#pragma once
+
+namespace ge {
+
+// Installs the report (idempotent; later calls replace prefix and hint).
+// `prefix` and `hint` are borrowed and must stay valid for the process's
+// life (string literals); `hint` may be null. Thread-safe.
+void InstallCrashReport(const char* prefix, const char* hint);
+
+// RAII breadcrumb: while alive, a fatal signal on this thread is reported as
+// happening "while <what>". Nests (the innermost wins, the outer one comes
+// back). `what` is borrowed: it must outlive the breadcrumb. Bound to the thread
+// that made it; cost: two thread-local stores.
+class CrashBreadcrumb {
+ public:
+  explicit CrashBreadcrumb(const char* what) noexcept;
+  ~CrashBreadcrumb();
+  CrashBreadcrumb(const CrashBreadcrumb&) = delete;
+  CrashBreadcrumb& operator=(const CrashBreadcrumb&) = delete;
+
+ private:
+  const char* previous_;
+};
+
+}  // namespace ge

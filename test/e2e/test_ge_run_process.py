@@ -1,0 +1,246 @@
+"""The process belongs to the engine (share/docs/plugin-authors.md, "The process
+belongs to the engine"): plugins cannot take over signals, hang the exit, move
+where ge-run writes, or crash it without being named.
+
+Each test writes its plugins into a temporary opp folder next to the samples.
+"""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from e2e_helpers import f32, node
+
+MAIN_TOML = '[tool.ge-plugin]\nisolation = "main"\n'
+
+
+def write_plugin(folder, name, code, isolation=None):
+    """A single-file plugin (isolation None) or a package with that isolation."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if isolation is None:
+        path = folder / f"{name}.py"
+        path.write_text(textwrap.dedent(code))
+        return path
+    pkg = folder / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(textwrap.dedent(code))
+    (pkg / "pyproject.toml").write_text(f'[tool.ge-plugin]\nisolation = "{isolation}"\n')
+    return pkg
+
+
+def gelu_graph(write_graph):
+    return write_graph([node("g", "GeluCustom", ["x"])], ["g:0"], inputs=[f32("x", [1.0, -1.0])])
+
+
+# ---- signals ---------------------------------------------------------------------------------
+
+SIGNAL_CALLS = {
+    "signal.signal(SIGTERM)": "import signal\nsignal.signal(signal.SIGTERM, lambda *a: None)",
+    "signal.signal(SIGINT)": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)",
+    "signal.set_wakeup_fd": "import signal, os\nsignal.set_wakeup_fd(os.pipe()[1])",
+    "signal.pthread_sigmask": "import signal\nsignal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})",
+    "signal.setitimer": "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0.05)",
+    "signal.alarm": "import signal\nsignal.alarm(1)",
+    "signal.siginterrupt": "import signal\nsignal.siginterrupt(signal.SIGTERM, False)",
+    "signal.signal": "import _signal\n_signal.signal(15, _signal.SIG_IGN)",
+    "faulthandler.register": "import faulthandler\nfaulthandler.register(10)",
+}
+
+
+@pytest.mark.parametrize("isolation", ["main", "subinterpreter", None])
+@pytest.mark.parametrize("call", sorted(SIGNAL_CALLS))
+def test_plugins_cannot_change_the_process_signals(ge_run, write_graph, tmp_path, isolation, call):
+    """Each call fails the plugin's load with a message naming the plugin and
+    the call; the graph's other ops still run."""
+    write_plugin(tmp_path / "opp", "grabber", SIGNAL_CALLS[call], isolation)
+    res = ge_run(gelu_graph(write_graph), opp_path=("samples", str(tmp_path / "opp")))
+    assert res.returncode == 0, res.stderr
+    warning = next(line for line in res.stderr.splitlines() if "plugin grabber not loaded" in line)
+    fn = call.split("(")[0].split(".")[-1]
+    assert f"plugin 'grabber': " in warning and f".{fn}() is not available to plugins" in warning, warning
+    assert "grabber" in warning
+
+
+def test_sigterm_still_ends_ge_run_after_a_plugin_tried_to_ignore_it(ge_run_bin, write_graph, tmp_path, opp):
+    """A plugin that swallows the refusal and then blocks at import: SIGTERM
+    still ends ge-run (before the fix, only SIGKILL did)."""
+    ready = tmp_path / "ready"
+    write_plugin(tmp_path / "opp", "stubborn", f"""
+        import signal, time
+        try:
+            signal.signal(signal.SIGTERM, lambda *a: None)
+        except ValueError:
+            pass
+        open({str(ready)!r}, "w").close()
+        time.sleep(60)
+        """, "main")
+    cmd = [str(ge_run_bin), str(gelu_graph(write_graph)), "--opp-path",
+           opp["samples"] + ":" + str(tmp_path / "opp"), "--output-dir", str(tmp_path / "out")]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists(), "the plugin never started"
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == -signal.SIGTERM
+
+
+def test_signal_queries_stay_available(ge_run, write_graph, tmp_path):
+    """Reading signal state (getsignal, strsignal, valid_signals) is not refused."""
+    write_plugin(tmp_path / "opp", "reader", """
+        import signal
+        assert signal.getsignal(signal.SIGTERM) is not None
+        assert signal.strsignal(signal.SIGTERM)
+        assert signal.SIGTERM in signal.valid_signals()
+        """, "main")
+    res = ge_run(gelu_graph(write_graph), opp_path=("samples", str(tmp_path / "opp")))
+    assert res.returncode == 0 and "not loaded" not in res.stderr, res.stderr
+
+
+# ---- threads at exit ----------------------------------------------------------------------------
+
+THREAD_AT_IMPORT = """
+    import threading, time
+    threading.Thread(target=time.sleep, args=(60,), name="sleeper").start()
+    """
+
+THREAD_IN_EXECUTE = """
+    import threading, time
+    from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+    from ge.runtime import Tensor, TensorDesc
+
+    def _linger():
+        time.sleep(60)
+
+    @register_op(op_type="LingerCustom")
+    def linger(x: TensorDesc) -> TensorDesc:
+        return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+    @register_op_impl(op_type="LingerCustom")
+    class Linger:
+        def execute(self, x: Tensor) -> None:
+            threading.Thread(target=_linger, name="lingerer").start()
+            get_execute_ctx().make_output_ref_input(0, 0)
+    """
+
+
+@pytest.mark.parametrize("where", ["import", "execute"])
+@pytest.mark.parametrize("isolation", ["main", "subinterpreter"])
+def test_a_plugin_thread_does_not_hang_the_exit(ge_run, write_graph, tmp_path, where, isolation):
+    code, thread = (THREAD_AT_IMPORT, "sleeper") if where == "import" else (THREAD_IN_EXECUTE, "lingerer")
+    write_plugin(tmp_path / "opp", "lingering", code, isolation)
+    nodes = [node("g", "GeluCustom", ["x"])]
+    outputs = ["g:0"]
+    if where == "execute":
+        nodes.append(node("l", "LingerCustom", ["x"]))
+        outputs.append("l:0")
+    g = write_graph(nodes, outputs, inputs=[f32("x", [1.0, -1.0])])
+    start = time.monotonic()
+    res = ge_run(g, opp_path=("samples", str(tmp_path / "opp")), timeout=30)
+    elapsed = time.monotonic() - start
+    assert res.returncode == 0, res.stderr
+    assert "g_0.npy" in res.outputs()
+    assert elapsed < 20, f"ge-run took {elapsed:.1f} s to exit"
+    assert f"'{thread}'" in res.stderr and "lingering" in res.stderr, res.stderr
+
+
+# ---- the current directory -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("when", ["import", "execute"])
+def test_os_chdir_in_a_plugin_does_not_move_the_outputs(ge_run_bin, write_graph, tmp_path, opp, when):
+    """Relative --output-dir and --opp-path are resolved before any plugin runs."""
+    work = tmp_path / "work"
+    work.mkdir()
+    away = tmp_path / "elsewhere"
+    away.mkdir()
+    if when == "import":
+        write_plugin(work / "opp", "mover", f"import os\nos.chdir({str(away)!r})\n", "main")
+        nodes, outputs = [node("g", "GeluCustom", ["x"])], ["g:0"]
+    else:
+        write_plugin(work / "opp", "mover", f"""
+            import os
+            from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+            from ge.runtime import Tensor, TensorDesc
+
+            @register_op(op_type="MoverCustom")
+            def mover(x: TensorDesc) -> TensorDesc:
+                return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+            @register_op_impl(op_type="MoverCustom")
+            class Mover:
+                def execute(self, x: Tensor) -> None:
+                    os.chdir({str(away)!r})
+                    get_execute_ctx().make_output_ref_input(0, 0)
+            """)
+        nodes, outputs = [node("m", "MoverCustom", ["x"]), node("g", "GeluCustom", ["m:0"])], ["g:0"]
+    # A second opp entry after the mover, also relative: it must still be found.
+    write_plugin(work / "opp2", "late", """
+        from ge.custom_op import register_op, register_op_impl
+        from ge.runtime import Tensor, TensorDesc
+
+        @register_op(op_type="LateCustom")
+        def late(x: TensorDesc) -> TensorDesc:
+            return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+        """)
+    g = write_graph(nodes, outputs, inputs=[f32("x", [1.0, -1.0])])
+    cmd = [str(ge_run_bin), str(g), "--opp-path", f"{opp['samples']}:opp:opp2", "--output-dir", "out", "--json"]
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("ASCEND_CUSTOM_OPP_PATH", None)
+    p = subprocess.run(cmd, cwd=work, capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    import json
+    summary = json.loads(p.stdout)
+    assert summary["outputs"]["g:0"]["file"] == os.path.join("out", "g_0.npy")
+    assert (work / "out" / "g_0.npy").is_file()
+    assert not (away / "out").exists()
+    plugins = {pl["name"]: pl["status"] for pl in summary["plugins"]}
+    assert plugins.get("mover") == "ok" and plugins.get("late") == "ok", plugins
+
+
+# ---- crashes ------------------------------------------------------------------------------------------
+
+CRASH_OP = """
+    import ctypes, os
+    from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+    from ge.runtime import Tensor, TensorDesc
+
+    @register_op(op_type="CrashCustom")
+    def crash(x: TensorDesc) -> TensorDesc:
+        if {in_infer}:
+            os.abort()
+        return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+    @register_op_impl(op_type="CrashCustom")
+    class Crash:
+        def execute(self, x: Tensor) -> None:
+            ctypes.string_at(0)
+    """
+
+
+@pytest.mark.parametrize("where,sig,what", [
+    ("import", "SIGSEGV", "loading plugin 'crasher'"),
+    ("execute", "SIGSEGV", "calling execute of op_type 'CrashCustom' (plugin 'crasher'"),
+    ("infer_meta", "SIGABRT", "calling infer_meta of op_type 'CrashCustom' (plugin 'crasher'"),
+])
+def test_a_crash_names_the_plugin_it_happened_in(ge_run, write_graph, tmp_path, where, sig, what):
+    code = "import ctypes\nctypes.string_at(0)\n" if where == "import" else \
+        CRASH_OP.replace("{in_infer}", str(where == "infer_meta"))
+    write_plugin(tmp_path / "opp", "crasher", code)
+    nodes = [node("g", "GeluCustom", ["x"])] if where == "import" else [node("c", "CrashCustom", ["x"])]
+    g = write_graph(nodes, [nodes[0]["name"] + ":0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=("samples", str(tmp_path / "opp")))
+    assert res.returncode == -getattr(signal, sig), (res.returncode, res.stderr)
+    assert f"ge-run: error: fatal signal {sig} while {what}" in res.stderr, res.stderr
+    assert str(tmp_path / "opp") in res.stderr
+    assert "--skip-crashed" in res.stderr
+    assert res.outputs() == []
