@@ -7,6 +7,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
 #include <functional>
 #include <limits>
 #include <string>
@@ -676,6 +678,102 @@ BOOST_AUTO_TEST_CASE(duplicate_keys_are_refused_with_their_place) {
   // The same key in sibling objects, or in an object inside an array next to one, is fine.
   BOOST_CHECK(!Contains(error(R"({"inputs": [{"name": "x"}, {"name": "y"}], "nodes": [{"name": "x"}]})"),
                         "duplicate"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// .npy headers parsed as numpy parses them; sizes checked before allocating.
+BOOST_AUTO_TEST_SUITE(npy_reader)
+
+// A version 1.0 .npy file with `header` (padded as numpy pads it) and `data_bytes` bytes after it.
+fs::path WriteRawNpy(const TempDir& dir, const std::string& name, std::string header, std::size_t data_bytes) {
+  header += ' ';
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header + std::string(data_bytes, '\0');
+  const fs::path p = dir.path / name;
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p;
+}
+
+std::string ReadError(const fs::path& p) {
+  try {
+    ReadNpy(p, std::nullopt);
+  } catch (const NpyError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+BOOST_AUTO_TEST_CASE(numpy_written_headers_are_read) {
+  TempDir dir;
+  for (const char* h : {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+                        "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2,3)}",
+                        "{'shape': (2, 3), 'fortran_order': False, 'descr': '<f4'}"}) {
+    const Tensor t = ReadNpy(WriteRawNpy(dir, "ok.npy", h, 24), std::nullopt);
+    BOOST_CHECK_EQUAL(t.GetStorageShape().ToString(), "[2, 3]");
+  }
+  BOOST_CHECK_EQUAL(ReadNpy(WriteRawNpy(dir, "s.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': ()}", 4),
+                            std::nullopt)
+                        .GetStorageShape()
+                        .GetDimNum(),
+                    0u);
+  BOOST_CHECK_EQUAL(ReadNpy(WriteRawNpy(dir, "one.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (5,)}", 20),
+                            std::nullopt)
+                        .GetStorageShape()
+                        .ToString(),
+                    "[5]");
+}
+
+BOOST_AUTO_TEST_CASE(headers_numpy_refuses_are_refused) {
+  TempDir dir;
+  const std::pair<const char*, const char*> cases[] = {
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4.8,)}", "'shape' must be a tuple of non-negative ints"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (1e9,)}", "'shape' must be a tuple of non-negative ints"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (-2,)}", "'shape' must be a tuple of non-negative ints"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3)}", "'shape' must be a tuple"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': [3]}", "expected '('"},
+      {"{'descr': '<f4', 'fortran_order': 0, 'shape': (3,)}", "'fortran_order' must be True or False"},
+      {"{'descr': '<f4', 'shape': (3,)}", "missing key 'fortran_order'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'extra': 1}", "unknown key 'extra'"},
+      {"{'descr': '<f4', 'descr': '<f8', 'fortran_order': False, 'shape': (3,)}", "key 'descr' appears twice"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,)} trailing", "unexpected text after the header dict"},
+  };
+  for (const auto& [header, why] : cases) {
+    const std::string e = ReadError(WriteRawNpy(dir, "bad.npy", header, 64));
+    BOOST_TEST_CONTEXT(header) {
+      BOOST_CHECK(Contains(e, "malformed .npy header: "));
+      BOOST_CHECK(Contains(e, why));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(declared_sizes_are_checked_against_the_file_before_allocating) {
+  TempDir dir;
+  // 10^9 float32 = 4 GB declared in a 128-byte file: refused at once.
+  const std::string e =
+      ReadError(WriteRawNpy(dir, "huge.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000,)}", 0));
+  BOOST_CHECK(Contains(e, "truncated data: shape [1000000000] of float32 needs 4000000000 bytes, the file has 0"));
+  const std::string o = ReadError(WriteRawNpy(
+      dir, "ovf.npy", "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16)}", 8));
+  BOOST_CHECK(Contains(o, "needs more than 2^64 bytes"));
+  const std::string one_short =
+      ReadError(WriteRawNpy(dir, "short.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (4,)}", 15));
+  BOOST_CHECK(Contains(one_short, "needs 16 bytes, the file has 15"));
+}
+
+BOOST_AUTO_TEST_CASE(only_regular_files_are_read) {
+  TempDir dir;
+  const fs::path fifo = dir.path / "fifo.npy";
+  BOOST_REQUIRE_EQUAL(::mkfifo(fifo.c_str(), 0600), 0);
+  BOOST_CHECK(Contains(ReadError(fifo), "fifo.npy: not a regular file"));  // and it did not block
+  const fs::path zero = dir.path / "zero.npy";
+  fs::create_symlink("/dev/zero", zero);
+  BOOST_CHECK(Contains(ReadError(zero), "zero.npy: not a regular file"));
+  BOOST_CHECK(Contains(ReadError(dir.path), "not a regular file"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,47 +1,150 @@
 // .npy codec (see npy.h for why it is ours).
 #include "ge/engine/npy.h"
 
+#include <cstdint>
+#include <filesystem>
+
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <vector>
+
+#include "ge/text.h"
 
 namespace ge {
 
 namespace {
 constexpr char kMagic[] = "\x93NUMPY";
 
-std::string HeaderValue(const std::string& header, const std::string& key, const std::string& file) {
-  const std::string needle = "'" + key + "'";
-  auto pos = header.find(needle);
-  if (pos == std::string::npos) throw NpyError(file + ": .npy header has no '" + key + "'");
-  pos = header.find(':', pos + needle.size());
-  if (pos == std::string::npos) throw NpyError(file + ": malformed .npy header");
-  ++pos;
-  while (pos < header.size() && header[pos] == ' ') ++pos;
-  std::size_t end = pos;
-  if (header[pos] == '(') {
-    end = header.find(')', pos);
-    if (end == std::string::npos) throw NpyError(file + ": malformed shape in .npy header");
-    return header.substr(pos, end - pos + 1);
+// The header as numpy writes and reads it (numpy.lib.format, which uses
+// ast.literal_eval): a dict literal with exactly the keys 'descr' (a string),
+// 'fortran_order' (True or False) and 'shape' (a tuple of non-negative ints),
+// then spaces and a newline. Anything else is refused as numpy refuses it:
+// "(4.8,)" or "(1e9,)" is not a shape, a repeated or unknown key is an error.
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+};
+
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& text, std::string file) : t_(text), file_(std::move(file)) {}
+
+  NpyHeader Parse() {
+    NpyHeader h;
+    bool has_descr = false, has_fortran = false, has_shape = false;
+    Expect('{');
+    for (;;) {
+      Skip();
+      if (Peek() == '}') break;
+      const std::string key = StringLiteral("a key");
+      Expect(':');
+      Skip();
+      if (key == "descr" && !has_descr) {
+        h.descr = StringLiteral("'descr'");
+        has_descr = true;
+      } else if (key == "fortran_order" && !has_fortran) {
+        h.fortran_order = Boolean();
+        has_fortran = true;
+      } else if (key == "shape" && !has_shape) {
+        h.shape = IntTuple();
+        has_shape = true;
+      } else if (key == "descr" || key == "fortran_order" || key == "shape") {
+        Fail("key '" + key + "' appears twice");
+      } else {
+        Fail("unknown key '" + Abbreviate(key) + "' (numpy writes descr, fortran_order, shape)");
+      }
+      Skip();
+      if (Peek() == ',') {
+        ++i_;
+        continue;
+      }
+      if (Peek() != '}') Fail("expected ',' or '}'");
+    }
+    ++i_;  // '}'
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\0')) ++i_;
+    if (i_ != t_.size()) Fail("unexpected text after the header dict");
+    if (!has_descr || !has_fortran || !has_shape) {
+      Fail(std::string("missing key '") + (!has_descr ? "descr" : !has_fortran ? "fortran_order" : "shape") + "'");
+    }
+    return h;
   }
-  if (header[pos] == '\'') {
-    end = header.find('\'', pos + 1);
-    if (end == std::string::npos) throw NpyError(file + ": malformed .npy header");
-    return header.substr(pos + 1, end - pos - 1);
+
+ private:
+  [[noreturn]] void Fail(const std::string& why) const {
+    throw NpyError(file_ + ": malformed .npy header: " + why + " at character " + std::to_string(i_) + " of " +
+                   Abbreviate(t_, 120));
   }
-  while (end < header.size() && header[end] != ',' && header[end] != '}') ++end;
-  std::string v = header.substr(pos, end - pos);
-  while (!v.empty() && v.back() == ' ') v.pop_back();
-  return v;
-}
+  void Skip() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t')) ++i_;
+  }
+  char Peek() const { return i_ < t_.size() ? t_[i_] : '\0'; }
+  void Expect(char c) {
+    Skip();
+    if (Peek() != c) Fail(std::string("expected '") + c + "'");
+    ++i_;
+  }
+  std::string StringLiteral(const char* what) {
+    Skip();
+    const char q = Peek();
+    if (q != '\'' && q != '"') Fail(std::string("expected a string for ") + what);
+    const std::size_t end = t_.find(q, i_ + 1);
+    if (end == std::string::npos) Fail("unterminated string");
+    std::string v = t_.substr(i_ + 1, end - i_ - 1);
+    if (v.find('\\') != std::string::npos) Fail("escapes in strings are not supported");
+    i_ = end + 1;
+    return v;
+  }
+  bool Boolean() {
+    if (t_.compare(i_, 4, "True") == 0) return i_ += 4, true;
+    if (t_.compare(i_, 5, "False") == 0) return i_ += 5, false;
+    Fail("'fortran_order' must be True or False");
+  }
+  std::vector<int64_t> IntTuple() {
+    std::vector<int64_t> dims;
+    bool comma = false;
+    Expect('(');
+    for (;;) {
+      Skip();
+      if (Peek() == ')') break;
+      const std::size_t start = i_;
+      while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') ++i_;
+      if (i_ == start || i_ - start > 18) Fail("'shape' must be a tuple of non-negative ints");
+      if (Peek() == 'L') ++i_;  // Python 2's long suffix, which numpy still reads
+      dims.push_back(std::stoll(t_.substr(start, i_ - start)));
+      Skip();
+      if (Peek() == ',') {
+        ++i_;
+        comma = true;
+        continue;
+      }
+      if (Peek() != ')') Fail("'shape' must be a tuple of non-negative ints");
+    }
+    // A one-element tuple needs its comma in Python: "(3)" is an int, not a shape.
+    if (dims.size() == 1 && !comma) Fail("'shape' must be a tuple (\"(3,)\", not \"(3)\")");
+    ++i_;  // ')'
+    return dims;
+  }
+
+  const std::string& t_;
+  std::string file_;
+  std::size_t i_ = 0;
+};
 }  // namespace
 
 Tensor ReadNpy(const std::filesystem::path& path, std::optional<DataType> expected) {
   const std::string file = path.string();
+  // Only a regular file: a FIFO would block, /dev/zero would never end.
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    throw NpyError(file + ": not a regular file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw NpyError(file + ": cannot open (" + std::strerror(errno) + ")");
+  const uint64_t file_size = std::filesystem::file_size(path, ec);
+  if (ec) throw NpyError(file + ": cannot read its size (" + ec.message() + ")");
   char magic[6];
   if (!in.read(magic, 6) || std::memcmp(magic, kMagic, 6) != 0) throw NpyError(file + ": not a .npy file (bad magic)");
   unsigned char ver[2];
@@ -62,12 +165,11 @@ Tensor ReadNpy(const std::filesystem::path& path, std::optional<DataType> expect
   std::string header(header_len, '\0');
   if (!in.read(header.data(), header_len)) throw NpyError(file + ": truncated .npy header");
 
-  const std::string descr = HeaderValue(header, "descr", file);
-  const std::string fortran = HeaderValue(header, "fortran_order", file);
-  const std::string shape_text = HeaderValue(header, "shape", file);
-  if (fortran != "False") throw NpyError(file + ": Fortran-order arrays are not supported; save C-order data");
+  const NpyHeader h = HeaderParser(header, file).Parse();
+  const std::string& descr = h.descr;
+  if (h.fortran_order) throw NpyError(file + ": Fortran-order arrays are not supported; save C-order data");
   if (!descr.empty() && descr[0] == '>') {
-    throw NpyError(file + ": big-endian dtype '" + descr + "' is not supported; save little-endian data");
+    throw NpyError(file + ": big-endian dtype '" + Abbreviate(descr) + "' is not supported; save little-endian data");
   }
   std::optional<DataType> dt;
   if (descr == "|V2" || descr == "<V2") {
@@ -75,19 +177,30 @@ Tensor ReadNpy(const std::filesystem::path& path, std::optional<DataType> expect
   } else {
     dt = DataTypeFromTypestr(descr);
   }
-  if (!dt) throw NpyError(file + ": unsupported dtype '" + descr + "'");
+  if (!dt) throw NpyError(file + ": unsupported dtype '" + Abbreviate(descr) + "'");
   if (expected && *expected != *dt) {
     throw NpyError(file + ": holds " + DataTypeName(*dt) + " data, the graph declares " + DataTypeName(*expected));
   }
+  if (h.shape.size() > kMaxDimNum) {
+    throw NpyError(file + ": shape has " + std::to_string(h.shape.size()) + " dims, more than the maximum rank " +
+                   std::to_string(kMaxDimNum));
+  }
   Shape shape;
-  std::regex num("-?[0-9]+");
-  for (auto it = std::sregex_iterator(shape_text.begin(), shape_text.end(), num); it != std::sregex_iterator(); ++it) {
-    const long long d = std::stoll(it->str());
-    if (d < 0) throw NpyError(file + ": negative dim in shape " + shape_text);
-    if (shape.GetDimNum() >= kMaxDimNum) {
-      throw NpyError(file + ": shape " + shape_text + " has more dims than the maximum rank " + std::to_string(kMaxDimNum));
-    }
-    shape.AppendDim(d);
+  for (int64_t d : h.shape) shape.AppendDim(d);
+  // The declared size is compared with the file before anything is allocated:
+  // a 128-byte file cannot make us allocate gigabytes.
+  const std::size_t elem = DataTypeSize(*dt);
+  uint64_t need = elem;
+  bool overflow = false;
+  for (int64_t d : h.shape) {
+    if (d != 0 && need > UINT64_MAX / static_cast<uint64_t>(d)) overflow = true;
+    need = overflow ? 0 : need * static_cast<uint64_t>(d);
+  }
+  const uint64_t have = file_size - static_cast<uint64_t>(in.tellg());
+  if (overflow || need > have) {
+    throw NpyError(file + ": truncated data: shape " + shape.ToString() + " of " + DataTypeName(*dt) + " needs " +
+                   (overflow ? std::string("more than 2^64") : std::to_string(need)) + " bytes, the file has " +
+                   std::to_string(have) + " after its header");
   }
   Tensor t;
   try {
