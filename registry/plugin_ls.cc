@@ -345,7 +345,9 @@ int RunPluginLs(int argc, const char* const* argv, std::ostream& out, std::ostre
     source = done || (stats.scanned == 0 && !records.empty()) ? "cache" : "scan";
     if (!done && (stats.scanned > 0 || stats.removed > 0)) {
       std::string w;
-      if (!SaveCache(cpath, entries, records, &w)) Logger("ge-plugin-ls")->info("{}", w);
+      // The listing is still printed; the failure is said on stderr (a full
+      // disk must not pass unnoticed), and the next run scans again.
+      if (!SaveCache(cpath, entries, records, &w)) err << "ge-plugin-ls: warning: " << Printable(w) << "\n";
     }
     plugins = json::array();
     for (const auto& r : ordered) plugins.push_back(Summary(r));

@@ -49,7 +49,37 @@ const char* FileTypeName(std::filesystem::file_type t) {
 
 constexpr const char* kUsage =
     "usage: ge-plugin-registryd [--opp-path P] [--socket PATH] [--cache PATH] [--foreground] [--log-level L]\n"
-    "                           [--timeout S] [--jobs N] [--socket-group G] [--allow-insecure]";
+    "                           [--timeout S] [--jobs N] [--socket-group G] [--allow-insecure]\n"
+    "                           [--max-connections N] [--idle-timeout S]";
+
+// Logs a warning at most once per interval for each key, counting the ones
+// suppressed in between: a client that makes accept fail cannot flood the log.
+class RateLimitedWarnings {
+ public:
+  static constexpr std::chrono::seconds kInterval{10};
+  void Warn(spdlog::logger& log, const std::string& key, const std::string& message) {
+    auto& e = entries_[key];
+    const auto now = std::chrono::steady_clock::now();
+    if (e.logged && now - e.last < kInterval) {
+      ++e.suppressed;
+      return;
+    }
+    if (e.suppressed > 0) {
+      log.warn("{} ({} similar message(s) suppressed in the last {} s)", message, e.suppressed, kInterval.count());
+    } else {
+      log.warn("{}", message);
+    }
+    e = Entry{true, now, 0};
+  }
+
+ private:
+  struct Entry {
+    bool logged = false;
+    std::chrono::steady_clock::time_point last{};
+    uint64_t suppressed = 0;
+  };
+  std::map<std::string, Entry> entries_;
+};
 
 // The registry state shared by the scan worker and the network thread.
 class State {
@@ -77,6 +107,12 @@ class State {
   std::shared_ptr<const Snapshot> snap_ = std::make_shared<Snapshot>();
 };
 
+// What one client may hold: share/docs/registry.md, "Limits".
+struct ServeLimits {
+  std::size_t max_connections = 256;
+  double idle_timeout_s = 60;
+};
+
 struct Task {
   bool force = false;
   std::vector<std::string> paths;           // forced paths (rescan of one plugin)
@@ -86,8 +122,10 @@ struct Task {
 class Daemon {
  public:
   Daemon(asio::io_context& io, std::vector<std::string> entries, std::string socket_path, std::string cache_path,
-         RefreshOptions ropts, int socket_gid)
+         RefreshOptions ropts, int socket_gid, ServeLimits limits)
       : io_(io),
+        limits_(limits),
+        accept_backoff_(io),
         entries_(std::move(entries)),
         socket_path_(std::move(socket_path)),
         cache_path_(std::move(cache_path)),
@@ -125,6 +163,7 @@ class Daemon {
     acceptor_.close(ec);
     inotify_.close(ec);
     debounce_.cancel();
+    accept_backoff_.cancel();
     signals_.cancel(ec);
     {
       std::lock_guard<std::mutex> l(qmu_);
@@ -169,8 +208,12 @@ class Daemon {
         std::vector<json> listed;
         for (const auto& p : snap->order) listed.push_back(snap->by_path.at(p));
         if (!SaveListIndex(cache_path_, entries_, listed, &why)) log_->info("listing index: {}", why);
+        SetCacheError("");
       } else {
+        // Kept for `status` (a full disk must not be visible only in this log);
+        // cache_written_ stays false, so the next refresh tries again.
         log_->warn("{}", why);
+        SetCacheError(why);
       }
     }
     log_->info("refresh: {} plugin(s), {} scanned, {} reused, {} removed in {:.1f} ms", stats.discovered, stats.scanned,
@@ -345,33 +388,70 @@ class Daemon {
     return true;
   }
 
+  // One client connection. `live` counts the open ones (for the cap); it is
+  // decremented when the last handler holding the connection lets go, on
+  // whichever thread that is.
   struct Conn : std::enable_shared_from_this<Conn> {
-    explicit Conn(stream_protocol::socket s) : sock(std::move(s)), buf(kMaxMessageBytes + 1) {}
+    Conn(stream_protocol::socket s, std::atomic<std::size_t>& live)
+        : sock(std::move(s)), idle(sock.get_executor()), buf(kMaxMessageBytes + 1), live_count(live) {
+      live_count.fetch_add(1);
+    }
+    ~Conn() { live_count.fetch_sub(1); }
     stream_protocol::socket sock;
+    asio::steady_timer idle;  // closes a connection that sends nothing for idle_timeout_s
     asio::streambuf buf;
     uid_t uid = static_cast<uid_t>(-1);
     bool hello = false;
     std::string out;
+    std::atomic<std::size_t>& live_count;
   };
 
   void Accept() {
     acceptor_.async_accept([this](const boost::system::error_code& ec, stream_protocol::socket s) {
       if (stopping_) return;
-      if (!ec) {
-        auto c = std::make_shared<Conn>(std::move(s));
+      if (ec) {
+        // EMFILE/ENFILE (out of descriptors) and the like: accepting again at
+        // once would fail again at once, spinning the CPU and the log. Back
+        // off (50 ms doubling to 1 s) and say so once per interval.
+        accept_delay_ms_ = std::min(1000, accept_delay_ms_ == 0 ? 50 : accept_delay_ms_ * 2);
+        warn_limiter_.Warn(*log_, "accept", "accept failed: " + ec.message() + "; retrying in " +
+                                                std::to_string(accept_delay_ms_) + " ms");
+        accept_backoff_.expires_after(std::chrono::milliseconds(accept_delay_ms_));
+        accept_backoff_.async_wait([this](const boost::system::error_code& e) {
+          if (!e && !stopping_) Accept();
+        });
+        return;
+      }
+      accept_delay_ms_ = 0;
+      auto c = std::make_shared<Conn>(std::move(s), live_);
+      if (live_.load() > limits_.max_connections) {
+        warn_limiter_.Warn(*log_, "cap", "connection refused: " + std::to_string(limits_.max_connections) +
+                                             " connections are open (--max-connections)");
+        Reply(c, {{"ok", false}, {"error", "too many connections (limit " + std::to_string(limits_.max_connections) +
+                                               "); try again later"}},
+              true);
+      } else {
         ucred cred{};
         socklen_t len = sizeof(cred);
         if (::getsockopt(c->sock.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) c->uid = cred.uid;
         ReadRequest(c);
-      } else {
-        log_->warn("accept: {}", ec.message());
       }
       Accept();
     });
   }
 
   void ReadRequest(std::shared_ptr<Conn> c) {
+    c->idle.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(limits_.idle_timeout_s)));
+    std::weak_ptr<Conn> weak = c;
+    c->idle.async_wait([weak](const boost::system::error_code& ec) {
+      auto conn = weak.lock();
+      if (ec || !conn) return;  // re-armed, or already gone
+      boost::system::error_code e;
+      conn->sock.close(e);  // the pending read ends with an error and drops the connection
+    });
     asio::async_read_until(c->sock, c->buf, '\n', [this, c](const boost::system::error_code& ec, std::size_t n) {
+      c->idle.cancel();  // a request is being served: no idle timeout while it runs
       if (stopping_) return;
       if (ec == asio::error::not_found) {
         // Oversized: answer, then close (the rest of the line cannot be resynchronised).
@@ -477,6 +557,10 @@ class Daemon {
                 {"opp_path", entries_},
                 {"socket", socket_path_},
                 {"cache", cache_path_},
+                {"cache_error", CacheError().empty() ? json(nullptr) : json(CacheError())},
+                {"connections", live_.load()},
+                {"max_connections", limits_.max_connections},
+                {"idle_timeout_s", limits_.idle_timeout_s},
                 {"watches", watched_.size()}});
     } else if (cmd == "rescan") {
       if (!MayChangeState(c->uid, ::geteuid())) {
@@ -511,7 +595,23 @@ class Daemon {
     Stop();
   }
 
+  void SetCacheError(std::string why) {
+    std::lock_guard<std::mutex> l(cache_error_mu_);
+    cache_error_ = std::move(why);
+  }
+  std::string CacheError() const {
+    std::lock_guard<std::mutex> l(cache_error_mu_);
+    return cache_error_;
+  }
+
   asio::io_context& io_;
+  ServeLimits limits_;
+  asio::steady_timer accept_backoff_;
+  int accept_delay_ms_ = 0;                 // io thread only
+  RateLimitedWarnings warn_limiter_;        // io thread only
+  std::atomic<std::size_t> live_{0};        // open connections
+  mutable std::mutex cache_error_mu_;       // leaf lock
+  std::string cache_error_;                 // the last failed cache write ("" when the last one worked)
   std::vector<std::string> entries_;
   std::string socket_path_, cache_path_;
   RefreshOptions ropts_;
@@ -539,6 +639,7 @@ class Daemon {
 int RunRegistryd(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   std::string opp_path, socket_path, cache_path, log_level, socket_group;
   bool foreground = false, allow_insecure = false;
+  ServeLimits limits;
   double timeout_s = 10.0;
   int jobs = 2;
   po::options_description desc("options");
@@ -553,7 +654,11 @@ int RunRegistryd(int argc, const char* const* argv, std::ostream& out, std::ostr
       "socket-group", po::value<std::string>(&socket_group),
       "group that may connect (socket mode 0660; default: owner only, 0600)")(
       "allow-insecure", po::bool_switch(&allow_insecure),
-      "load plugins writable by others or owned by another non-root user");
+      "load plugins writable by others or owned by another non-root user")(
+      "max-connections", po::value<std::size_t>(&limits.max_connections),
+      "client connections served at once; more are refused with an error (default 256)")(
+      "idle-timeout", po::value<double>(&limits.idle_timeout_s),
+      "seconds a connection may stay silent before it is closed (default 60)");
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(argc, argv)
@@ -565,6 +670,12 @@ int RunRegistryd(int argc, const char* const* argv, std::ostream& out, std::ostr
     if (vm.count("help")) {
       out << kUsage << "\n\n" << desc;
       return 0;
+    }
+    if (limits.max_connections < 1 || limits.max_connections > 65536 || !(limits.idle_timeout_s > 0) ||
+        !(limits.idle_timeout_s <= 86400)) {
+      err << "ge-plugin-registryd: --max-connections must be in 1..65536 and --idle-timeout in (0, 86400]\n"
+          << kUsage << "\n";
+      return 2;
     }
     if (!(timeout_s > 0) || jobs < 1 || jobs > 64) {
       err << "ge-plugin-registryd: --timeout must be > 0 and --jobs in 1..64\n" << kUsage << "\n";
@@ -631,7 +742,7 @@ int RunRegistryd(int argc, const char* const* argv, std::ostream& out, std::ostr
     ropts.scan.timeout_s = timeout_s;
     ropts.scan.jobs = jobs;
     ropts.scan.log_level = log_level;
-    Daemon d(io, entries, socket_path, cache_path, ropts, gid);
+    Daemon d(io, entries, socket_path, cache_path, ropts, gid, limits);
     std::string why;
     if (!d.Start(&why)) {
       err << "ge-plugin-registryd: " << why << "\n";
