@@ -5,6 +5,8 @@
 #               graph is compiled for three platforms)
 #   make test   runs every test suite through CTest
 #   make bench  runs the benchmarks and prints their figures
+#   make sanitize  builds with ASan + UBSan in build-sanitize/ and runs the test
+#               suites under them (not part of make test)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 PYTHON := /usr/bin/python3
@@ -18,7 +20,9 @@ PREFIX ?= /usr/local
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps configure build run test bench install clean
+SANITIZE_BUILD ?= build-sanitize
+
+.PHONY: all deps configure build run test bench install clean sanitize
 
 all: build
 
@@ -63,6 +67,12 @@ bench: build
 	$(BUILD)/bin/ge-bench-dispatch --benchmark_min_time=0.2
 	$(BUILD)/bin/ge-bench-launch --benchmark_min_time=0.2
 	GE_PLUGIN_PYTHON_DIR=$(BUILD)/python $(PYTHON) test/bench/bench_registry.py --bin $(BUILD)/bin
+
+sanitize: deps
+	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGE_PYTHON_EXECUTABLE=$(PYTHON) \
+	  -DGE_SANITIZE=ON -DGE_BUILD_BENCHMARKS=OFF
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	cd $(SANITIZE_BUILD) && ctest --output-on-failure -j $(JOBS) -E '^install\.'
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -209,7 +209,9 @@ int Check(const std::string& path, const RefreshOptions& ropts, const std::vecto
 
 }  // namespace
 
-int RunPluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool out_is_tty,
+namespace {
+
+int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool out_is_tty,
                 bool err_is_tty) {
   std::string opp_path, socket_path, cache_path, op, status, check, log_level;
   bool json_out = false, no_daemon = false, rescan = false, allow_insecure = false;
@@ -370,6 +372,20 @@ int RunPluginLs(int argc, const char* const* argv, std::ostream& out, std::ostre
   s << " (source: " << source << ")";
   out << s.str() << "\n";
   return filtered && plugins.empty() ? 1 : 0;
+}
+
+}  // namespace
+
+// No exception escapes the tool: whatever a file or a plugin made us throw is
+// an error message and exit 1, never an abort.
+int RunPluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool out_is_tty,
+                bool err_is_tty) {
+  try {
+    return PluginLs(argc, argv, out, err, out_is_tty, err_is_tty);
+  } catch (const std::exception& e) {
+    err << "ge-plugin-ls: error: " << Printable(e.what()) << "\n";
+    return 1;
+  }
 }
 
 }  // namespace ge::registry

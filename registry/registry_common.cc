@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <tuple>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -83,9 +86,13 @@ void ErrorLocation(const std::string& error, const std::string& details, const s
     }
     if (file.empty() && std::regex_search(error, m, kTb)) file = m[1], line = m[2];
   }
-  if (!file.empty()) {
+  // The line number is plugin text: parsed without exceptions, and only a
+  // plausible one (1..2^31-1) is kept.
+  long long n = 0;
+  const auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), n);
+  if (!file.empty() && ec == std::errc() && end == line.data() + line.size() && n > 0 && n <= INT32_MAX) {
     out["error_file"] = file;
-    out["error_line"] = std::stoi(line);
+    out["error_line"] = static_cast<int>(n);
   }
 }
 
@@ -463,7 +470,12 @@ std::vector<json> ScanPlugins(const std::vector<std::string>& paths, const ScanO
               c.pending.erase(it->second);
               c.current.reset();
               c.deadline = now + limit;
-              finish(it->second, std::move(j));
+              if (auto problem = RecordProblem(j, /*stamp_required=*/false)) {
+                fail(it->second, "error", "the scanner sent a malformed record for " + paths[it->second] + ": " + *problem,
+                     json::object());
+              } else {
+                finish(it->second, std::move(j));
+              }
             }
           }
         }
@@ -647,13 +659,130 @@ json Summary(const json& r) {
 
 // ---- cache ---------------------------------------------------------------------------------------
 
+namespace {
+
+// `value`'s JSON type name, for messages.
+std::string TypeName(const json& v) { return v.type_name(); }
+
+// nullopt when `r[key]` is absent (and optional) or of the wanted kind.
+std::optional<std::string> FieldProblem(const json& r, const char* key, const char* kind, bool required) {
+  if (!r.contains(key)) {
+    if (required) return std::string("missing field '") + key + "'";
+    return std::nullopt;
+  }
+  const json& v = r[key];
+  const std::string k = kind;
+  bool ok = false;
+  if (k == "string") ok = v.is_string();
+  else if (k == "integer") ok = v.is_number_integer();
+  else if (k == "unsigned") ok = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+  else if (k == "number") ok = v.is_number();
+  else if (k == "boolean") ok = v.is_boolean();
+  else if (k == "object") ok = v.is_object();
+  else if (k == "array") ok = v.is_array();
+  if (ok) return std::nullopt;
+  return std::string("field '") + key + "' must be " + (k == "integer" || k == "unsigned" || k == "array" ? "an " : "a ") +
+         k + ", got " + TypeName(v);
+}
+
+}  // namespace
+
+std::optional<std::string> RecordProblem(const json& r, bool stamp_required) {
+  static const std::set<std::string> kStatuses{"ok",    "error",  "conflict", "insecure",
+                                               "crashed", "hung", "exited",   "missing"};
+  if (!r.is_object()) return "a plugin record must be an object, got " + TypeName(r);
+  for (const auto& [key, kind, required] : std::initializer_list<std::tuple<const char*, const char*, bool>>{
+           {"path", "string", true},         {"status", "string", true},       {"name", "string", false},
+           {"version", "string", false},     {"description", "string", false}, {"isolation", "string", false},
+           {"error", "string", false},       {"details", "string", false},     {"error_file", "string", false},
+           {"error_line", "integer", false}, {"module", "string", false},      {"conflicts_with", "string", false},
+           {"signal", "integer", false},     {"signal_name", "string", false}, {"exit_code", "integer", false},
+           {"timeout_s", "number", false},   {"ops", "array", false},          {"stamp", "object", stamp_required}}) {
+    if (auto p = FieldProblem(r, key, kind, required)) return p;
+  }
+  if (r["path"].get_ref<const std::string&>().empty()) return std::string("field 'path' is empty");
+  if (!kStatuses.count(r["status"].get<std::string>())) {
+    return "field 'status' has an unknown value '" + Abbreviate(r["status"].get<std::string>()) + "'";
+  }
+  if (r.contains("stamp")) {
+    const json& st = r["stamp"];
+    for (const auto& [key, kind] : std::initializer_list<std::pair<const char*, const char*>>{
+             {"mtime_ns", "integer"}, {"size", "unsigned"}, {"files", "unsigned"}, {"hash", "string"}}) {
+      if (auto p = FieldProblem(st, key, kind, true)) return "stamp: " + *p;
+    }
+  }
+  if (r.contains("ops")) {
+    std::size_t i = 0;
+    for (const json& op : r["ops"]) {
+      const std::string where = "ops[" + std::to_string(i++) + "]: ";
+      if (!op.is_object()) return where + "must be an object, got " + TypeName(op);
+      for (const auto& [key, kind, required] : std::initializer_list<std::tuple<const char*, const char*, bool>>{
+               {"op_type", "string", true}, {"capabilities", "array", true}, {"validation", "string", false},
+               {"prototype", "object", false}}) {
+        if (auto p = FieldProblem(op, key, kind, required)) return where + *p;
+      }
+      for (const json& c : op["capabilities"]) {
+        if (!c.is_string()) return where + "capabilities must be strings, got " + TypeName(c);
+      }
+      if (op.contains("prototype")) {
+        if (auto p = FieldProblem(op["prototype"], "signature", "string", false)) return where + "prototype: " + *p;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// The whole of a file the tools read (cache, listing index): a regular file of
+// at most `max_bytes`, checked before reading (a symlink to /dev/zero, a FIFO
+// or a huge file is refused with the reason, never read until memory runs out).
+std::optional<std::string> ReadBoundedFile(const std::string& path, std::size_t max_bytes, std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (why) *why = path + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  struct stat st {};
+  std::optional<std::string> text;
+  if (::fstat(fd, &st) != 0) {
+    if (why) *why = path + ": " + std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    if (why) *why = path + " is not a regular file";
+  } else if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    if (why) *why = path + " is " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) +
+                    " a registry file may be";
+  } else {
+    std::string buf(static_cast<std::size_t>(st.st_size), '\0');
+    std::size_t off = 0;
+    while (off < buf.size()) {
+      const ssize_t n = ::read(fd, buf.data() + off, buf.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      off += static_cast<std::size_t>(n);
+    }
+    buf.resize(off);
+    text = std::move(buf);
+  }
+  ::close(fd);
+  return text;
+}
+
+}  // namespace
+
 std::optional<json> LoadCache(const std::string& path, std::string* why, bool light) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
+  struct stat lst {};
+  if (::stat(path.c_str(), &lst) != 0 && errno == ENOENT) {
     if (why) *why = "no cache at " + path;
     return std::nullopt;
   }
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string read_why;
+  const std::optional<std::string> content = ReadBoundedFile(path, kMaxCacheBytes, &read_why);
+  if (!content) {
+    if (why) *why = "cache " + read_why;
+    return std::nullopt;
+  }
+  const std::string& text = *content;
   json::parser_callback_t drop = [](int depth, json::parse_event_t ev, json& parsed) {
     return !(ev == json::parse_event_t::key && depth > 2 && parsed.is_string() &&
              (parsed.get_ref<const std::string&>() == "prototype" || parsed.get_ref<const std::string&>() == "details"));
@@ -673,12 +802,26 @@ std::optional<json> LoadCache(const std::string& path, std::string* why, bool li
     if (why) *why = "cache " + path + " is malformed";
     return std::nullopt;
   }
-  for (const auto& r : j["plugins"]) {
-    if (!r.is_object() || !r.contains("path") || !r["path"].is_string() || !r.contains("stamp") ||
-        !r["stamp"].is_object() || !r.contains("status") || !r["status"].is_string()) {
-      if (why) *why = "cache " + path + " is malformed (bad plugin entry)";
+  for (const auto& e : j["opp_path"]) {
+    if (!e.is_string()) {
+      if (why) *why = "cache " + path + " is malformed: opp_path must hold strings";
       return std::nullopt;
     }
+  }
+  // Every record field by field: one bad record makes the whole cache
+  // untrusted (it is rebuilt by a scan), never a crash later.
+  std::size_t i = 0;
+  for (const auto& r : j["plugins"]) {
+    if (auto problem = RecordProblem(r, /*stamp_required=*/true)) {
+      if (why) {
+        const std::string at = r.is_object() && r.contains("path") && r["path"].is_string()
+                                   ? " (" + Abbreviate(r["path"].get<std::string>()) + ")"
+                                   : "";
+        *why = "cache " + path + " is malformed: plugins[" + std::to_string(i) + "]" + at + ": " + *problem;
+      }
+      return std::nullopt;
+    }
+    ++i;
   }
   return j;
 }
@@ -692,20 +835,13 @@ std::map<std::string, json> CacheRecords(json cache) {
   return out;
 }
 
-bool SaveCache(const std::string& path, const std::vector<std::string>& entries,
-               const std::map<std::string, json>& records, std::string* why) {
-  json j = {{"format", kCacheFormat}, {"version", kCacheVersion}, {"opp_path", entries}, {"plugins", json::array()}};
-  j["written_unix"] = static_cast<int64_t>(::time(nullptr));
-  for (const auto& [p, r] : records) j["plugins"].push_back(r);
-  const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+namespace {
+
+// Writes `text` to `path` as durably as a file can be: a temporary file in the
+// same folder, fsync, rename over `path`, fsync of the folder. Readers see the
+// old file or the new one, never a part; a crash leaves no half-written file.
+bool WriteFileDurably(const std::string& path, const std::string& text, std::string* why) {
   const stdfs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path() && !stdfs::exists(target.parent_path(), ec)) {
-    // Only folders created here get a mode; an existing folder (e.g. /tmp) is
-    // never changed.
-    stdfs::create_directories(target.parent_path(), ec);
-    if (!ec) ::chmod(target.parent_path().c_str(), 0755);
-  }
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -734,6 +870,25 @@ bool SaveCache(const std::string& path, const std::vector<std::string>& entries,
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) ::fsync(dfd), ::close(dfd);
   return true;
+}
+
+}  // namespace
+
+bool SaveCache(const std::string& path, const std::vector<std::string>& entries,
+               const std::map<std::string, json>& records, std::string* why) {
+  json j = {{"format", kCacheFormat}, {"version", kCacheVersion}, {"opp_path", entries}, {"plugins", json::array()}};
+  j["written_unix"] = static_cast<int64_t>(::time(nullptr));
+  for (const auto& [p, r] : records) j["plugins"].push_back(r);
+  const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  const stdfs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path() && !stdfs::exists(target.parent_path(), ec)) {
+    // Only folders created here get a mode; an existing folder (e.g. /tmp) is
+    // never changed.
+    stdfs::create_directories(target.parent_path(), ec);
+    if (!ec) ::chmod(target.parent_path().c_str(), 0755);
+  }
+  return WriteFileDurably(path, text, why);
 }
 
 // ---- defaults ------------------------------------------------------------------------------------
@@ -849,34 +1004,16 @@ bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>
     out << "P\t" << path << "\t" << st.mtime_ns << "\t" << st.size << "\t" << st.files << "\t"
         << Summary(r).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   }
-  const std::string target = ListIndexPath(cache_path);
-  const std::string tmp = target + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) {
-      if (why) *why = "cannot write " + tmp;
-      return false;
-    }
-    f << out.str();
-    f.flush();
-    if (!f) {
-      if (why) *why = "cannot write " + tmp;
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
-    if (why) *why = "cannot rename " + tmp + " to " + target;
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  return WriteFileDurably(ListIndexPath(cache_path), out.str(), why);
 }
 
 std::optional<std::string> FreshListJson(const std::string& cache_path, const std::vector<std::string>& entries,
                                          bool allow_insecure) {
-  std::ifstream f(ListIndexPath(cache_path), std::ios::binary);
-  if (!f) return std::nullopt;
+  // The index is a file like the cache: bounded, regular, and each line checked
+  // before its summary is passed through (an edited line makes it stale).
+  std::optional<std::string> content = ReadBoundedFile(ListIndexPath(cache_path), kMaxCacheBytes, nullptr);
+  if (!content) return std::nullopt;
+  std::istringstream f(std::move(*content));
   std::string line;
   if (!std::getline(f, line) || line != kListHeader) return std::nullopt;
   if (!std::getline(f, line) || line != CacheIdentity(cache_path) || line.empty()) return std::nullopt;
@@ -911,8 +1048,15 @@ std::optional<std::string> FreshListJson(const std::string& cache_path, const st
     }
     if (!ComputeStamp(fd.path, fd.is_package, false).SameMeta(old)) return std::nullopt;
     if (!allow_insecure && !InsecureReason(fd, uid).empty()) return std::nullopt;
+    // The summary must be what Summary() writes for this plugin: an object
+    // whose fields have their types and whose path is the line's.
+    const json summary = json::parse(line.begin() + static_cast<long>(pos[4] + 1), line.end(), nullptr, false);
+    if (summary.is_discarded() || RecordProblem(summary, false) || summary.value("path", "") != fd.path ||
+        summary.size() != 7) {
+      return std::nullopt;
+    }
     if (array.size() > 1) array += ",";
-    array.append(line, pos[4] + 1, std::string::npos);
+    array.append(line, pos[4] + 1, std::string::npos);  // checked above: valid JSON, as written
   }
   if (i != found.size()) return std::nullopt;
   return array + "]";

@@ -101,7 +101,18 @@ std::vector<json> ResolveConflicts(std::vector<json> ordered);
 // The summary entry of a record (what `list` and ge-plugin-ls --json give).
 json Summary(const json& record);
 
+// ---- records ----------------------------------------------------------------------------------
+// Why `record` is not a well-formed plugin record (a field missing or of the
+// wrong JSON type, an unknown status, a malformed stamp or op), naming the
+// field; nullopt when it is. Every record read from a file or a scanner child
+// goes through this before any field is used.
+std::optional<std::string> RecordProblem(const json& record, bool stamp_required);
+
 // ---- cache ----------------------------------------------------------------------------------
+// The most a cache (and its listing index) may be: 1000 plugins take about
+// 5 MiB. Larger files, and anything that is not a regular file, are refused
+// (and rebuilt) without being read.
+inline constexpr std::size_t kMaxCacheBytes = 64u << 20;
 // Loads a cache; nullopt (with `why`) when missing, unreadable, cut short,
 // corrupted or of another format/version.
 // `light` skips the heavy per-op detail (prototypes, tracebacks): enough for

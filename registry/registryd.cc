@@ -636,7 +636,9 @@ class Daemon {
 
 }  // namespace
 
-int RunRegistryd(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+namespace {
+
+int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   std::string opp_path, socket_path, cache_path, log_level, socket_group;
   bool foreground = false, allow_insecure = false;
   ServeLimits limits;
@@ -761,6 +763,19 @@ int RunRegistryd(int argc, const char* const* argv, std::ostream& out, std::ostr
   }
   if (ready_pipe[1] >= 0) ::close(ready_pipe[1]);
   return rc;
+}
+
+}  // namespace
+
+// No exception escapes the daemon: it logs and exits 1 (systemd restarts it),
+// never aborts.
+int RunRegistryd(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  try {
+    return Registryd(argc, argv, out, err);
+  } catch (const std::exception& e) {
+    err << "ge-plugin-registryd: error: " << Printable(e.what()) << "\n";
+    return 1;
+  }
 }
 
 }  // namespace ge::registry

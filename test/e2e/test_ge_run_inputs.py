@@ -171,3 +171,21 @@ def test_long_values_are_cut_in_error_messages(ge_run, write_graph, where):
     assert res.returncode == 1
     assert len(res.stderr) < 4096, f"{len(res.stderr)} bytes of stderr"
     assert "Z" * 200 + "... (" in res.stderr and "bytes)" in res.stderr, res.stderr[:1000]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory"])
+def test_graph_and_npy_paths_that_are_not_regular_files_are_refused(ge_run, write_graph, tmp_path, kind):
+    """Neither blocks on a FIFO nor reads /dev/zero until memory runs out."""
+    import os
+    odd = tmp_path / f"odd_{kind}"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    elif kind == "dev-zero":
+        odd.symlink_to("/dev/zero")
+    else:
+        odd.mkdir()
+    res = ge_run(odd, opp_path=("samples",), timeout=30)
+    assert_failed_cleanly(res, str(odd), "not a regular file")
+    g = write_graph([], ["x"], inputs=[{"name": "x", "dtype": "float32", "file": str(odd)}])
+    res = ge_run(g, opp_path=("samples",), timeout=30)
+    assert_failed_cleanly(res, "not a regular file")

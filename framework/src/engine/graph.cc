@@ -167,6 +167,8 @@ Tensor TensorFromJson(const json& data, DataType dtype, const Shape& shape, cons
 // Deepest JSON nesting accepted: deeper documents are refused before parsing
 // (the parser and value copies recurse, so a hostile file could exhaust the stack).
 constexpr int kMaxJsonDepth = 256;
+// Largest graph file read: inline data belongs in .npy files beyond this.
+constexpr std::uintmax_t kMaxGraphBytes = 1ull << 30;
 
 static void CheckJsonDepth(const std::string& text, const std::string& file) {
   int depth = 0;
@@ -399,6 +401,18 @@ Graph ParseGraph(const std::string& text, const std::string& file, const std::fi
 }
 
 Graph LoadGraph(const std::filesystem::path& path) {
+  // A graph is a regular file of bounded size: a FIFO would block, /dev/zero
+  // would be read until memory runs out.
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st)) {
+    if (!std::filesystem::is_regular_file(st)) throw GraphError(path.string(), "not a regular file");
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec && size > kMaxGraphBytes) {
+      throw GraphError(path.string(), "the graph file is " + std::to_string(size) + " bytes, more than the " +
+                                          std::to_string(kMaxGraphBytes) + " a graph may be (put large data in .npy files)");
+    }
+  }
   std::ifstream in(path);
   if (!in) throw GraphError(path.string(), std::string("cannot open graph file (") + std::strerror(errno) + ")");
   std::stringstream ss;
