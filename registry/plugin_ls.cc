@@ -14,6 +14,7 @@
 
 #include "client.h"
 #include "ge/log.h"
+#include "ge/text.h"
 #include "registry_common.h"
 
 namespace po = boost::program_options;
@@ -112,7 +113,8 @@ json Filter(const json& plugins, const std::string& op, const std::string& statu
 }
 
 // --check: every problem of one plugin with a hint. Returns the exit code.
-int Check(const std::string& path, const RefreshOptions& ropts, const std::vector<std::string>& entries, bool json_out,
+int Check(const std::string& path, const std::string& cache_path, const RefreshOptions& ropts,
+          const std::vector<std::string>& entries, bool json_out,
           std::ostream& out, std::ostream& err) {
   std::vector<json> problems_found;
   std::vector<json> disc;
@@ -167,7 +169,7 @@ int Check(const std::string& path, const RefreshOptions& ropts, const std::vecto
       q.scan.quiet_children = true;
       std::map<std::string, json> records;
       std::string why;
-      if (auto cache = LoadCache(DefaultCachePath(), &why)) records = CacheRecords(*cache);
+      if (auto cache = LoadCache(cache_path, &why)) records = CacheRecords(*cache);
       for (const auto& r : records) {
         if (r.first == f.path || r.second.value("status", "") != "ok") continue;
         for (const auto& op : r.second.value("ops", json::array())) {
@@ -190,7 +192,7 @@ int Check(const std::string& path, const RefreshOptions& ropts, const std::vecto
                .dump(-1, ' ', false, json::error_handler_t::replace)
         << "\n";
   } else {
-    out << "checking " << path << ": " << report.value("status", "error") << "\n";
+    out << "checking " << Printable(path) << ": " << report.value("status", "error") << "\n";
     for (const auto& op : report.value("ops", json::array())) {
       out << "  op " << Printable(op.value("op_type", ""));
       if (op.contains("prototype")) out << "  " << Printable(op["prototype"].value("signature", ""));
@@ -200,7 +202,10 @@ int Check(const std::string& path, const RefreshOptions& ropts, const std::vecto
       out << "]\n";
     }
     for (const auto& [p, h] : problems) out << "problem: " << Printable(p) << "\n  hint: " << h << "\n";
-    if (report.contains("details") && !problems.empty()) out << report["details"].get<std::string>() << "\n";
+    if (report.contains("details") && !problems.empty()) {
+      out << TerminalSafe(Abbreviate(report["details"].get<std::string>(), kMaxDetailsChars), /*keep_newlines=*/true)
+          << "\n";
+    }
     for (const auto& n : notes) out << "note: " << n << "\n";
     out << (problems.empty() ? "no problems found\n" : std::to_string(problems.size()) + " problem(s) found\n");
   }
@@ -268,14 +273,21 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
   ropts.scan.log_level = log_level.empty() ? (std::getenv("GE_LOG_LEVEL") ? "" : "error") : log_level;
   ropts.scan.quiet_children = log_level.empty() && !std::getenv("GE_LOG_LEVEL");
   const std::vector<std::string> entries = OppEntries(opp_path);
-  if (!check.empty()) return Check(check, ropts, entries, json_out, out, err);
+  if (!check.empty()) {
+    return Check(check, cache_path.empty() ? DefaultCachePath() : cache_path, ropts, entries, json_out, out, err);
+  }
 
   json plugins;
   std::string source;
   if (!no_daemon) {
     Client c;
     std::string why;
-    if (c.Connect(socket_path.empty() ? DefaultSocketPath() : socket_path, 2000, &why)) {
+    const std::string sock = socket_path.empty() ? DefaultSocketPath() : socket_path;
+    if (auto problem = SocketPathProblem(sock)) {
+      // GE_PLUGIN_REGISTRY_SOCKET or RUNTIME_DIRECTORY give an unusable path: say so, then scan.
+      err << "ge-plugin-ls: warning: " << *problem << "; listing without the daemon\n";
+    }
+    if (c.Connect(sock, 2000, &why)) {
       if (rescan) {
         auto r = c.Request({{"cmd", "rescan"}}, &why);
         if (!r || !r->value("ok", false)) {

@@ -701,6 +701,14 @@ std::optional<std::string> RecordProblem(const json& r, bool stamp_required) {
     if (auto p = FieldProblem(r, key, kind, required)) return p;
   }
   if (r["path"].get_ref<const std::string&>().empty()) return std::string("field 'path' is empty");
+  static const std::set<std::string> kIsolations{"", "subinterpreter", "main", "process"};
+  if (r.contains("isolation") && !kIsolations.count(r["isolation"].get<std::string>())) {
+    return "field 'isolation' has an unknown value '" + Abbreviate(r["isolation"].get<std::string>()) + "'";
+  }
+  if (r.contains("error_line") && !(r["error_line"].is_number_integer() && r["error_line"].get<int64_t>() > 0 &&
+                                    r["error_line"].get<int64_t>() <= INT32_MAX)) {
+    return std::string("field 'error_line' must be a line number (1..2^31-1)");
+  }
   if (!kStatuses.count(r["status"].get<std::string>())) {
     return "field 'status' has an unknown value '" + Abbreviate(r["status"].get<std::string>()) + "'";
   }
@@ -710,7 +718,12 @@ std::optional<std::string> RecordProblem(const json& r, bool stamp_required) {
              {"mtime_ns", "integer"}, {"size", "unsigned"}, {"files", "unsigned"}, {"hash", "string"}}) {
       if (auto p = FieldProblem(st, key, kind, true)) return "stamp: " + *p;
     }
+    // Numbers beyond int64 / uint64 would wrap when read back.
+    if (st["mtime_ns"].is_number_unsigned() && st["mtime_ns"].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      return std::string("stamp: field 'mtime_ns' is out of range");
+    }
   }
+  if (r["status"] == "ok" && !r.contains("ops")) return std::string("missing field 'ops' (status ok)");
   if (r.contains("ops")) {
     std::size_t i = 0;
     for (const json& op : r["ops"]) {
@@ -800,6 +813,10 @@ std::optional<json> LoadCache(const std::string& path, std::string* why, bool li
   }
   if (!j.contains("plugins") || !j["plugins"].is_array() || !j.contains("opp_path") || !j["opp_path"].is_array()) {
     if (why) *why = "cache " + path + " is malformed";
+    return std::nullopt;
+  }
+  if (j.contains("written_unix") && !j["written_unix"].is_number_integer()) {
+    if (why) *why = "cache " + path + " is malformed: written_unix must be an integer";
     return std::nullopt;
   }
   for (const auto& e : j["opp_path"]) {
@@ -928,9 +945,9 @@ std::string DefaultSocketPath() {
 std::optional<std::string> SocketPathProblem(const std::string& path) {
   constexpr std::size_t kMax = sizeof(sockaddr_un::sun_path) - 1;  // room for the terminating NUL
   if (path.empty()) return std::string("the socket path is empty");
-  if (path.find('\0') != std::string::npos) return "socket path " + Printable(path) + " contains a NUL byte";
+  if (path.find('\0') != std::string::npos) return "socket path " + Printable(Abbreviate(path)) + " contains a NUL byte";
   if (path.size() > kMax) {
-    return "socket path " + Printable(path) + " is " + std::to_string(path.size()) +
+    return "socket path " + Printable(Abbreviate(path)) + " is " + std::to_string(path.size()) +
            " bytes long; a Unix socket path may be at most " + std::to_string(kMax) +
            " bytes (choose a shorter --socket, GE_PLUGIN_REGISTRY_SOCKET or RUNTIME_DIRECTORY)";
   }
@@ -954,10 +971,13 @@ std::vector<std::string> OppEntries(const std::string& opt) {
 
 std::string Printable(const std::string& s) { return TerminalSafe(s); }
 
-std::function<std::string(const std::string&, bool)> CrashVerdicts(const std::string& cache_path) {
+std::function<std::string(const std::string&, bool)> CrashVerdicts(const std::string& cache_path, std::string* why_out) {
   std::string why;
   auto cache = LoadCache(cache_path.empty() ? DefaultCachePath() : cache_path, &why, /*light=*/true);
-  if (!cache) return {};
+  if (!cache) {
+    if (why_out) *why_out = why;
+    return {};
+  }
   auto records = std::make_shared<std::map<std::string, json>>(CacheRecords(std::move(*cache)));
   return [records](const std::string& path, bool is_package) -> std::string {
     auto it = records->find(path);
@@ -976,7 +996,20 @@ std::function<std::string(const std::string&, bool)> CrashVerdicts(const std::st
 }
 
 namespace {
-constexpr char kListHeader[] = "ge-plugin-list 1";
+// Version 2: the last line is "S\t<FNV-1a 64 of every P line>", so an edited,
+// cut or reordered index is never passed through.
+constexpr char kListHeader[] = "ge-plugin-list 2";
+
+std::string LinesChecksum(const std::vector<std::string>& lines) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const auto& l : lines) {
+    for (unsigned char c : l) h = (h ^ c) * 1099511628211ULL;
+    h = (h ^ '\n') * 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
 
 std::string ListIndexPath(const std::string& cache_path) { return cache_path + ".list"; }
 
@@ -997,13 +1030,16 @@ bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>
   std::ostringstream out;
   out << kListHeader << "\n" << identity << "\nO\t" << json(entries).dump(-1, ' ', false, json::error_handler_t::replace)
       << "\n";
+  std::vector<std::string> plines;
   for (const auto& r : ordered) {
     const std::string path = r.value("path", "");
     if (path.empty() || path.find_first_of("\t\n") != std::string::npos) return false;  // not representable: no index
     const Stamp st = Stamp::FromJson(r.value("stamp", json::object()));
-    out << "P\t" << path << "\t" << st.mtime_ns << "\t" << st.size << "\t" << st.files << "\t"
-        << Summary(r).dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    plines.push_back("P\t" + path + "\t" + std::to_string(st.mtime_ns) + "\t" + std::to_string(st.size) + "\t" +
+                     std::to_string(st.files) + "\t" + Summary(r).dump(-1, ' ', false, json::error_handler_t::replace));
+    out << plines.back() << "\n";
   }
+  out << "S\t" << LinesChecksum(plines) << "\n";
   return WriteFileDurably(ListIndexPath(cache_path), out.str(), why);
 }
 
@@ -1026,7 +1062,14 @@ std::optional<std::string> FreshListJson(const std::string& cache_path, const st
   std::string array = "[";
   std::size_t i = 0;
   const uid_t uid = ::geteuid();
+  std::vector<std::string> plines;
+  bool sum_ok = false;
   while (std::getline(f, line)) {
+    if (line.compare(0, 2, "S\t") == 0) {
+      sum_ok = !f.eof() && f.peek() == EOF && line.substr(2) == LinesChecksum(plines);
+      break;
+    }
+    plines.push_back(line);
     // P \t path \t mtime_ns \t size \t files \t summary
     std::size_t pos[5];
     std::size_t from = 0;
@@ -1058,7 +1101,7 @@ std::optional<std::string> FreshListJson(const std::string& cache_path, const st
     if (array.size() > 1) array += ",";
     array.append(line, pos[4] + 1, std::string::npos);  // checked above: valid JSON, as written
   }
-  if (i != found.size()) return std::nullopt;
+  if (i != found.size() || !sum_ok) return std::nullopt;
   return array + "]";
 }
 

@@ -25,6 +25,7 @@
 
 #include "ge/log.h"
 #include "registry_common.h"
+#include "ge/text.h"
 
 namespace asio = boost::asio;
 namespace po = boost::program_options;
@@ -485,7 +486,7 @@ class Daemon {
 
   void Handle(const std::shared_ptr<Conn>& c, const std::string& line) {
     if (line.empty()) {
-      ReadRequest(c);
+      Reply(c, {{"ok", false}, {"error", "malformed request: an empty line (expected one JSON object per line)"}});
       return;
     }
     json req = json::parse(line, nullptr, false);
@@ -571,8 +572,18 @@ class Daemon {
         return;
       }
       Task t;
-      if (req.contains("path") && req["path"].is_string()) {
-        t.paths.push_back(req["path"].get<std::string>());
+      if (req.contains("path")) {
+        // One plugin: it must be one this daemon lists (by its path).
+        if (!req["path"].is_string()) {
+          Reply(c, {{"ok", false}, {"error", "malformed request: \"path\" must be a string"}});
+          return;
+        }
+        const std::string want = req["path"].get<std::string>();
+        if (!snap->by_path.count(want)) {
+          Reply(c, {{"ok", false}, {"error", "no plugin with path '" + Printable(Abbreviate(want)) + "' in this registry"}});
+          return;
+        }
+        t.paths.push_back(want);
       } else {
         t.force = true;
       }
@@ -640,7 +651,7 @@ namespace {
 
 int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   std::string opp_path, socket_path, cache_path, log_level, socket_group;
-  bool foreground = false, allow_insecure = false;
+  bool foreground = false, allow_insecure = false, vm_socket_given = false;
   ServeLimits limits;
   double timeout_s = 10.0;
   int jobs = 2;
@@ -669,6 +680,7 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
                   .run(),
               vm);
     po::notify(vm);
+    vm_socket_given = vm.count("socket") > 0;
     if (vm.count("help")) {
       out << kUsage << "\n\n" << desc;
       return 0;
@@ -700,6 +712,10 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
   const std::vector<std::string> entries = OppEntries(opp_path);
   if (entries.empty()) {
     err << "ge-plugin-registryd: no opp path: give --opp-path or set ASCEND_CUSTOM_OPP_PATH\n" << kUsage << "\n";
+    return 2;
+  }
+  if (vm_socket_given && socket_path.empty()) {
+    err << "ge-plugin-registryd: --socket must not be empty\n" << kUsage << "\n";
     return 2;
   }
   if (socket_path.empty()) socket_path = DefaultSocketPath();

@@ -83,7 +83,10 @@ json SplitCaps(const std::string& s) {
 // none: `__version__ = "..."` and the first line of the module docstring.
 // Read statically (no code runs for it).
 void SourceMetadata(const std::string& path, bool is_package, std::string& version, std::string& description) {
-  std::ifstream f(is_package ? path + "/__init__.py" : path);
+  const std::string file = is_package ? path + "/__init__.py" : path;
+  boost::system::error_code ec;
+  if (!boost::filesystem::is_regular_file(file, ec)) return;
+  std::ifstream f(file);
   if (!f) return;
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (text.size() > (1u << 20)) text.resize(1u << 20);
@@ -127,7 +130,15 @@ void SourceMetadata(const std::string& path, bool is_package, std::string& versi
 // A package whose pyproject.toml asks for the main interpreter (cheap textual
 // check, used only to order the loads: main-interpreter plugins first).
 bool WantsMain(const std::string& path) {
-  std::ifstream f(path + "/pyproject.toml");
+  // Only a regular file of sane size is looked at: a FIFO or a directory named
+  // pyproject.toml must not block or abort the scanner (the plugin's own load
+  // then reports it).
+  boost::system::error_code ec;
+  const boost::filesystem::path pp = boost::filesystem::path(path) / "pyproject.toml";
+  if (!boost::filesystem::is_regular_file(pp, ec) || boost::filesystem::file_size(pp, ec) > (1u << 20) || ec) {
+    return false;
+  }
+  std::ifstream f(pp.string());
   if (!f) return false;
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   static const std::regex kMain(R"(isolation\s*=\s*["']main["'])");

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "ge/text.h"
 #include "lease.h"
 
 namespace bp = boost::python;
@@ -115,7 +116,9 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
 
   info.exception_type = type ? reinterpret_cast<PyTypeObject*>(type.get())->tp_name : "Exception";
   std::string text = value ? SafeStr(value.get()) : std::string();
-  info.message = info.exception_type + (text.empty() ? "" : ": " + text);
+  // Plugin text is cut (a 10 MB message would otherwise be repeated in every
+  // report that quotes it; ge/text.h).
+  info.message = info.exception_type + (text.empty() ? "" : ": " + Abbreviate(text, kMaxMessageChars));
 
   // SyntaxError carries its own location (the failing line is not a frame).
   if (value && type && PyErr_GivenExceptionMatches(type.get(), PyExc_SyntaxError)) {
@@ -165,6 +168,13 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
   }
   PyErr_Clear();
   while (!info.traceback.empty() && info.traceback.back() == '\n') info.traceback.pop_back();
+  if (info.traceback.size() > kMaxDetailsChars) {
+    // Keep the end: the innermost frames and the exception line.
+    const std::size_t total = info.traceback.size();
+    std::size_t cut = total - kMaxDetailsChars;
+    while (cut < total && (static_cast<unsigned char>(info.traceback[cut]) & 0xC0) == 0x80) ++cut;
+    info.traceback = "... (" + std::to_string(cut) + " bytes of traceback left out)\n" + info.traceback.substr(cut);
+  }
   return info;
 }
 

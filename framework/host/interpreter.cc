@@ -5,7 +5,9 @@
 #include <set>
 #include <stdexcept>
 
+#include "ge/crash_report.h"
 #include "ge/log.h"
+#include "ge/text.h"
 
 extern "C" PyObject* PyInit__ge_native();
 
@@ -87,6 +89,11 @@ void FinalizeAtExit() {
   std::string still_running;
   if (PyObject* mods = PyImport_GetModuleDict(); mods != nullptr) {
     if (PyObject* ldr = PyDict_GetItemString(mods, "ge._loader"); ldr != nullptr) {  // borrowed
+      // atexit handlers first, bounded (a blocking one counts as a thread left running).
+      PyObject* done = PyObject_CallMethod(ldr, "run_atexit_handlers", "d", kThreadJoinTimeoutS);
+      if (done == Py_False) still_running = "'ge-atexit' (an atexit handler)";
+      Py_XDECREF(done);
+      PyErr_Clear();
       PyObject* r = PyObject_CallMethod(ldr, "join_threads", "di", kThreadJoinTimeoutS, 0);
       if (r != nullptr && PyList_Check(r)) {
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r); ++i) {
@@ -105,6 +112,7 @@ void FinalizeAtExit() {
               kThreadJoinTimeoutS, still_running);
     return;
   }
+  CrashBreadcrumb crumb("finalizing Python at exit (plugins' atexit handlers, __del__ methods, module clean-up)");
   if (Py_FinalizeEx() < 0) log->warn("Py_FinalizeEx reported an error while flushing buffered data");
 }
 
@@ -270,12 +278,15 @@ bool Interpreter::End(double thread_timeout_s) {
   auto log = Logger("host");
   PyThreadState* mine = ThreadState();
   PyEval_RestoreThread(mine);
-  // 1. Give threads the plugin started a bounded time to finish.
+  // 1. Its atexit handlers, on a thread of their own, then the threads the
+  // plugin started: together a bounded time to finish.
   std::string still_running;
   {
     PyObject* mods = PyImport_GetModuleDict();  // borrowed
     PyObject* ldr = mods ? PyDict_GetItemString(mods, "ge._loader") : nullptr;  // borrowed
     if (ldr != nullptr) {
+      Py_XDECREF(PyObject_CallMethod(ldr, "run_atexit_handlers", "d", thread_timeout_s));
+      PyErr_Clear();
       PyObject* r = PyObject_CallMethod(ldr, "join_threads", "d", thread_timeout_s);
       if (r != nullptr && PyList_Check(r)) {
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r); ++i) {
@@ -316,7 +327,11 @@ bool Interpreter::End(double thread_timeout_s) {
     }
     threads_.clear();
   }
-  Py_EndInterpreter(mine);  // leaves no current thread state, GIL still held
+  {
+    const std::string what = "ending the sub-interpreter of plugin '" + TerminalSafe(name_) + "' (its atexit handlers)";
+    CrashBreadcrumb crumb(what.c_str());
+    Py_EndInterpreter(mine);  // leaves no current thread state, GIL still held
+  }
   ended_ = true;
   g_live_subs.fetch_sub(1);
   PyThreadState* main_ts = runtime_->Main()->ThreadState();

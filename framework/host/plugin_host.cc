@@ -16,6 +16,7 @@
 #include "errors.h"
 #include "ge/crash_report.h"
 #include "ge/log.h"
+#include "ge/text.h"
 #include "interpreter.h"
 #include "views.h"
 
@@ -231,8 +232,8 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
         launch_var_(std::move(launch_var)),
         calls_(std::move(calls)) {
     for (std::size_t m = 0; m < std::size(kMethods); ++m) {
-      crumbs_[m] = "calling " + std::string(kMethods[m]) + " of op_type '" + schema_->op_type + "' (plugin '" +
-                   plugin_->name + "', " + plugin_->path + ")";
+      crumbs_[m] = "calling " + std::string(kMethods[m]) + " of op_type '" + TerminalSafe(Abbreviate(schema_->op_type)) +
+                   "' (plugin '" + plugin_->name + "', " + TerminalSafe(plugin_->path) + ")";
     }
   }
 
@@ -451,7 +452,7 @@ struct PluginHost::Impl {
       return r;
     }
     const bool sub = r.isolation != "main";
-    const std::string crumb_text = "loading plugin '" + d.name + "' (" + d.path + ")";
+    const std::string crumb_text = "loading plugin '" + TerminalSafe(d.name) + "' (" + TerminalSafe(d.path) + ")";
     CrashBreadcrumb crumb(crumb_text.c_str());
     auto plugin = std::make_shared<LoadedPlugin>();
     plugin->name = d.name;

@@ -23,6 +23,16 @@ std::string TerminalSafe(std::string_view text, bool keep_newlines) {
       std::snprintf(buf, sizeof(buf), "\\u00%02x", static_cast<unsigned char>(text[i + 1]));
       out += buf;
       ++i;
+    } else if (c == 0xe2 && i + 2 < text.size() &&
+               ((static_cast<unsigned char>(text[i + 1]) == 0x80 && static_cast<unsigned char>(text[i + 2]) >= 0xaa &&
+                 static_cast<unsigned char>(text[i + 2]) <= 0xae) ||
+                (static_cast<unsigned char>(text[i + 1]) == 0x81 && static_cast<unsigned char>(text[i + 2]) >= 0xa6 &&
+                 static_cast<unsigned char>(text[i + 2]) <= 0xa9))) {
+      const unsigned cp = 0x2000u + ((static_cast<unsigned char>(text[i + 1]) & 0x3fu) << 6) +
+                          (static_cast<unsigned char>(text[i + 2]) & 0x3fu);
+      std::snprintf(buf, sizeof(buf), "\\u%04x", cp);
+      out += buf;
+      i += 2;
     } else {
       out.push_back(static_cast<char>(c));
     }

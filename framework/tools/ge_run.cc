@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 #include "ge/crash_report.h"
@@ -40,7 +41,7 @@ std::string OutputFileName(const TensorRef& r) {
 std::map<std::string, std::string> WriteOutputs(const Graph& g, const RunResult& res, const stdfs::path& dir) {
   std::error_code ec;
   stdfs::create_directories(dir, ec);
-  if (ec) throw NpyError("cannot create output directory " + dir.string() + ": " + ec.message());
+  if (ec) throw NpyError("cannot create output directory " + Abbreviate(dir.string()) + ": " + ec.message());
   std::vector<std::pair<stdfs::path, stdfs::path>> staged;
   std::map<std::string, std::string> files;
   try {
@@ -57,7 +58,8 @@ std::map<std::string, std::string> WriteOutputs(const Graph& g, const RunResult&
       if (ec) {
         // Roll back: the outputs of this run already in place are removed too.
         for (std::size_t i = 0; i < renamed; ++i) stdfs::remove(staged[i].second, ec);
-        throw NpyError("cannot rename " + tmp.string() + " to " + fin.string() + ": " + ec.message());
+        throw NpyError("cannot rename " + Abbreviate(tmp.string()) + " to " + Abbreviate(fin.string()) + ": " +
+                       ec.message());
       }
       ++renamed;
     }
@@ -151,7 +153,8 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
         std::sort(names.begin() + 1, names.end());
         std::string list;
         for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-        err << "ge-run: unknown --soc '" << TerminalSafe(soc) << "': no " << TerminalSafe(soc) << ".ini in " << dir << " (available: " << list
+        err << "ge-run: unknown --soc '" << TerminalSafe(Abbreviate(soc)) << "': no " << TerminalSafe(Abbreviate(soc))
+            << ".ini in " << dir << " (available: " << list
             << ")\n";
         return 2;
       }
@@ -175,6 +178,12 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
     };
     resolve(output_dir);
     resolve(registry_cache);
+    // The platform folder of compile is read later, after plugins ran.
+    if (const char* pd = std::getenv("GE_PLATFORM_DIR"); pd != nullptr && *pd != '\0') {
+      std::string dir = pd;
+      resolve(dir);
+      ::setenv("GE_PLATFORM_DIR", dir.c_str(), 1);
+    }
     if (!opp_path.empty()) {
       std::string joined;
       for (std::string e : host::SplitOppPath(opp_path)) {
@@ -214,12 +223,24 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       opts.use_env_opp_path = false;
     }
     if (skip_crashed) {
-      auto verdict = registry::CrashVerdicts(registry_cache);
-      if (verdict) {
+      std::string why;
+      auto verdict = registry::CrashVerdicts(registry_cache, &why);
+      if (!verdict) {
+        err << "ge-run: warning: --skip-crashed: " << TerminalSafe(why)
+            << "; no plugin is skipped (run ge-plugin-ls or the registry daemon to record crashes)\n";
+      } else {
         opts.skip_plugin = [verdict](const host::DiscoveredPlugin& d) { return verdict(d.path, d.is_package); };
       }
     }
     host::PluginHost plugin_host(opts, registry);
+    // Destroyed before the host: the host's teardown (sub-interpreters ending,
+    // their atexit handlers) and Python's finalization run under the exit
+    // watchdog, with the status the run ends with.
+    int exit_rc = 1;
+    struct ArmExitWatchdog {
+      const int& rc;
+      ~ArmExitWatchdog() { BoundTheExit(rc); }
+    } arm_exit_watchdog{exit_rc};
     const auto& reports = plugin_host.LoadAll();
     std::string failed;
     for (const auto& r : reports) {
@@ -320,6 +341,8 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
             << TerminalSafe(o["file"].get<std::string>()) << "\n";
       }
     }
+    out.flush();
+    exit_rc = 0;
     return 0;
   } catch (const GraphError& e) {
     err << "ge-run: error: " << TerminalSafe(e.what()) << "\n";
@@ -329,6 +352,17 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
     err << "ge-run: error: " << TerminalSafe(e.what()) << "\n";
   }
   return 1;
+}
+
+void BoundTheExit(int rc) {
+  std::thread([rc] {
+    std::this_thread::sleep_for(std::chrono::seconds(kExitGraceS));
+    static const char kMsg[] =
+        "ge-run: warning: the exit did not finish in time (a plugin's clean-up at Python finalization?); "
+        "ending without it\n";
+    (void)!::write(STDERR_FILENO, kMsg, sizeof(kMsg) - 1);
+    std::_Exit(rc);
+  }).detach();
 }
 
 }  // namespace ge::tools

@@ -11,4 +11,13 @@ namespace ge::tools {
 // 2 usage error. Never throws.
 int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
+// Once a run's outputs are written and its status known, tearing down still
+// runs plugin code: sub-interpreters ending (their atexit handlers) and
+// Python's finalization (__del__ methods, module clean-up). BoundTheExit starts
+// a watchdog that, if the process has not exited within kExitGraceS seconds,
+// says so on stderr and ends it with `rc` without further clean-up. RunGeRun
+// arms it before its plugin host is destroyed; main arms it again on return.
+inline constexpr int kExitGraceS = 5;
+void BoundTheExit(int rc);
+
 }  // namespace ge::tools

@@ -740,7 +740,8 @@ BOOST_AUTO_TEST_CASE(headers_numpy_refuses_are_refused) {
       {"{'descr': '<f4', 'shape': (3,)}", "missing key 'fortran_order'"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'extra': 1}", "unknown key 'extra'"},
       {"{'descr': '<f4', 'descr': '<f8', 'fortran_order': False, 'shape': (3,)}", "key 'descr' appears twice"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,)} trailing", "unexpected text after the header dict"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,)} trailing", "must end with spaces and a newline"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (03,)}", "leading zero"},
   };
   for (const auto& [header, why] : cases) {
     const std::string e = ReadError(WriteRawNpy(dir, "bad.npy", header, 64));
@@ -749,6 +750,26 @@ BOOST_AUTO_TEST_CASE(headers_numpy_refuses_are_refused) {
       BOOST_CHECK(Contains(e, why));
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_nul_in_the_padding_or_a_minor_version_is_refused) {
+  TempDir dir;
+  fs::path p = WriteRawNpy(dir, "nul.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", 4);
+  {
+    std::ifstream in(p, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(bytes.find('\n')) - 1);  // the last padding space
+    f.put('\0');
+  }
+  BOOST_CHECK(Contains(ReadError(p), "must end with spaces and a newline"));
+  p = WriteRawNpy(dir, "v15.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", 4);
+  {
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(7);
+    f.put('\x05');
+  }
+  BOOST_CHECK(Contains(ReadError(p), "unsupported .npy version 1.5"));
 }
 
 BOOST_AUTO_TEST_CASE(declared_sizes_are_checked_against_the_file_before_allocating) {

@@ -13,6 +13,7 @@
 
 #include "test_util.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -291,6 +292,49 @@ BOOST_AUTO_TEST_CASE(same_bytes_load_once) {
   BOOST_CHECK_EQUAL(out, 1);
   o(0, 1, args);
   BOOST_CHECK_EQUAL(out, -1);
+}
+
+// Loading runs guarded on the calling thread, which needs an alternate signal
+// stack: a thread that has one (an embedding program's, a sanitizer's) keeps
+// it; a thread without one gets ours only while it lives, and its setting
+// (none) is what the next owner of the thread would see.
+BOOST_AUTO_TEST_CASE(a_thread_keeps_its_own_alternate_signal_stack) {
+  std::vector<char> mine(1 << 16);
+  void* seen_sp = nullptr;
+  int seen_flags = -1;
+  std::thread t([&] {
+    stack_t ss{};
+    ss.ss_sp = mine.data();
+    ss.ss_size = mine.size();
+    BOOST_REQUIRE_EQUAL(sigaltstack(&ss, nullptr), 0);
+    KernelCache cache;
+    cache.Resolve(K().value1, "k");
+    stack_t now{};
+    sigaltstack(nullptr, &now);
+    seen_sp = now.ss_sp;
+    seen_flags = now.ss_flags;
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&ss, nullptr);
+  });
+  t.join();
+  BOOST_CHECK(seen_sp == mine.data());
+  BOOST_CHECK_EQUAL(seen_flags & SS_DISABLE, 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_thread_without_an_alternate_stack_gets_one_while_guarded_code_may_run) {
+  bool had_before = true, had_after = false;
+  std::thread t([&] {
+    stack_t before{};
+    sigaltstack(nullptr, &before);
+    had_before = !(before.ss_flags & SS_DISABLE);
+    KernelCache cache;
+    cache.Resolve(K().value1, "k");
+    stack_t after{};
+    sigaltstack(nullptr, &after);
+    had_after = !(after.ss_flags & SS_DISABLE) && after.ss_size >= (1u << 16);
+  });
+  t.join();  // at the thread's exit ours is restored to "none" and freed (make sanitize checks the free)
+  if (!had_before) BOOST_CHECK(had_after);
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_resolves_of_the_same_bytes_load_once) {

@@ -244,3 +244,74 @@ def test_a_crash_names_the_plugin_it_happened_in(ge_run, write_graph, tmp_path, 
     assert str(tmp_path / "opp") in res.stderr
     assert "--skip-crashed" in res.stderr
     assert res.outputs() == []
+
+
+# ---- adversarial round: the same kinds, other members ---------------------------------------------
+
+@pytest.mark.parametrize("isolation", ["main", "subinterpreter"])
+def test_a_fresh_import_of_signal_modules_is_still_guarded(ge_run, write_graph, tmp_path, isolation):
+    """Dropping _signal / faulthandler from sys.modules and importing them again gives the guarded module."""
+    write_plugin(tmp_path / "opp", "sneaky", """
+        import sys
+        del sys.modules["_signal"]
+        sys.modules.pop("signal", None)
+        import _signal
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, {15})
+        """, isolation)
+    res = ge_run(gelu_graph(write_graph), opp_path=("samples", str(tmp_path / "opp")))
+    assert res.returncode == 0, res.stderr
+    assert "plugin sneaky not loaded" in res.stderr and "pthread_sigmask() is not available" in res.stderr
+
+
+def test_faulthandler_exit_timers_are_refused(ge_run, write_graph, tmp_path):
+    write_plugin(tmp_path / "opp", "timer", "import faulthandler\nfaulthandler.dump_traceback_later(1, exit=True)\n",
+                 "main")
+    res = ge_run(gelu_graph(write_graph), opp_path=("samples", str(tmp_path / "opp")))
+    assert res.returncode == 0 and "dump_traceback_later() is not available" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("isolation", ["main", "subinterpreter"])
+def test_an_atexit_handler_does_not_hang_the_exit(ge_run, write_graph, tmp_path, isolation):
+    """A plugin with no op (its interpreter ends right after loading) and a blocking atexit handler."""
+    write_plugin(tmp_path / "opp", "lingering", "import atexit, time\natexit.register(time.sleep, 60)\n", isolation)
+    start = time.monotonic()
+    res = ge_run(gelu_graph(write_graph), opp_path=("samples", str(tmp_path / "opp")), timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert time.monotonic() - start < 20
+    assert "g_0.npy" in res.outputs() and "GeluCustom" in res.stdout
+    assert "'ge-atexit'" in res.stderr, res.stderr  # treated like a thread left running
+
+
+@pytest.mark.parametrize("where", ["import", "execute"])
+def test_a_stack_overflow_in_plugin_code_is_reported(ge_run, write_graph, tmp_path, where):
+    """C-level recursion (a deeply nested list's repr with the recursion limit lifted) on the main thread."""
+    deep = ("import sys\nsys.setrecursionlimit(10**8)\n"
+            "def blow():\n    x = []\n    for _ in range(3_000_000):\n        x = [x]\n    repr(x)\n")
+    if where == "import":
+        write_plugin(tmp_path / "opp", "deep", deep + "blow()\n")
+        nodes = [node("g", "GeluCustom", ["x"])]
+    else:
+        write_plugin(tmp_path / "opp", "deep", deep + textwrap.dedent(CRASH_OP).replace("ctypes.string_at(0)", "blow()")
+                     .replace("{in_infer}", "False"))
+        nodes = [node("c", "CrashCustom", ["x"])]
+    g = write_graph(nodes, [nodes[0]["name"] + ":0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=("samples", str(tmp_path / "opp")), timeout=120)
+    assert res.returncode == -signal.SIGSEGV, (res.returncode, res.stderr[-2000:])
+    assert "fatal signal SIGSEGV while" in res.stderr and "plugin 'deep'" in res.stderr
+
+
+def test_a_relative_platform_dir_survives_a_plugin_chdir(ge_run_bin, write_graph, tmp_path, opp, source_dir):
+    work = tmp_path / "work"
+    (work / "plat").mkdir(parents=True)
+    ini = next((source_dir / "share" / "platform").glob("*.ini"))
+    (work / "plat" / "MySoc.ini").write_text(ini.read_text())
+    away = tmp_path / "away"
+    away.mkdir()
+    write_plugin(work / "opp", "mover", f"import os\nos.chdir({str(away)!r})\n", "main")
+    g = write_graph([node("t", "TiledSoftmaxCustom", ["x"])], ["t:0"], inputs=[f32("x", [[1.0, 2.0]], [1, 2])])
+    env = dict(os.environ, GE_PLATFORM_DIR="plat", PYTHONDONTWRITEBYTECODE="1")
+    env.pop("ASCEND_CUSTOM_OPP_PATH", None)
+    p = subprocess.run([str(ge_run_bin), str(g), "--opp-path", f"{opp['samples']}:opp", "--soc", "MySoc",
+                        "--output-dir", "out"], cwd=work, capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert (work / "out" / "t_0.npy").is_file()

@@ -4,6 +4,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 CRASH_AT_IMPORT = "import ctypes\nctypes.string_at(0)\n"
 
 
@@ -61,3 +63,23 @@ def test_without_a_cache_nothing_is_skipped(ge_run, tmp_path, source_dir):
     res = ge_run(_graph(tmp_path), "--skip-crashed", "--registry-cache", str(tmp_path / "none.json"),
                  opp_path=(str(opp),))
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("cache", ["missing", "garbage", "fifo", "dev-zero"])
+def test_skip_crashed_says_when_it_cannot_read_the_cache(ge_run, tmp_path, source_dir, cache):
+    """Crash protection silently off would be worse than an error: a warning names the cache and why."""
+    import os
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    (opp / "gelu.py").write_text((source_dir / "plugins" / "samples" / "gelu.py").read_text())
+    path = tmp_path / "cache.json"
+    if cache == "garbage":
+        path.write_text("{not json")
+    elif cache == "fifo":
+        os.mkfifo(path)
+    elif cache == "dev-zero":
+        path.symlink_to("/dev/zero")
+    res = ge_run(_graph(tmp_path), "--skip-crashed", "--registry-cache", str(path), opp_path=(str(opp),), timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "ge-run: warning: --skip-crashed: " in res.stderr and "no plugin is skipped" in res.stderr, res.stderr
+    assert str(path) in res.stderr

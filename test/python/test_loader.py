@@ -260,3 +260,21 @@ def test_guard_message_for_a_single_file_says_to_make_a_package(guard):
     assert "single-file plugin" in message
     assert "package (a folder 'one_file/' with the code in __init__.py)" in message
     assert 'isolation = "main"' in message
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory"])
+def test_a_pyproject_that_is_not_a_regular_file_is_refused_without_reading(tmp_path, kind):
+    import os
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    pp = pkg / "pyproject.toml"
+    if kind == "fifo":
+        os.mkfifo(pp)
+    elif kind == "dev-zero":
+        pp.symlink_to("/dev/zero")
+    else:
+        pp.mkdir()
+    with pytest.raises(ValueError) as info:
+        _loader.read_metadata(str(pkg), True)
+    assert str(info.value) == f"{pp}: cannot read pyproject.toml: not a regular file"

@@ -55,8 +55,10 @@ def test_broken_plugins_each_get_their_status(opp, daemon_factory):
     assert st["ok"] and st["plugins"] == 7 and st["counts"]["ok"] == 2 and st["pid"] == d.proc.pid
     # The marks stay until the files change: a refresh reuses them.
     os.utime(os.path.join(opp, "b_segv.py"))  # touched, content unchanged
-    r2 = c.request({"cmd": "rescan", "path": "/nonexistent"})
-    assert r2["ok"] and r2["scanned"] == 0
+    r2 = c.request({"cmd": "rescan", "path": "/nonexistent"})  # not a plugin of this registry: an error
+    assert not r2["ok"] and "no plugin with path '/nonexistent'" in r2["error"]
+    assert not c.request({"cmd": "rescan", "path": 5})["ok"]
+    time.sleep(0.3)  # the touch's refresh (inotify) has run
     assert statuses(c.request({"cmd": "list"})["plugins"])["b_segv"] == "crashed"
     # Fixing it changes the files: rescanned and ok within 1 s.
     make_plugin(opp, "b_segv", "RegSegv")
@@ -130,7 +132,7 @@ def test_malformed_and_oversized_requests(opp, daemon_factory):
     r = c.request({"cmd": "list"})
     assert not r["ok"] and "handshake" in r["error"]
     assert c.request({"cmd": "hello", "protocol": 1})["ok"]
-    for raw in [b"not json\n", b"[1,2]\n", b"{\"cmd\": 5}\n", b"{}\n", b"\xff\xfe\n"]:
+    for raw in [b"not json\n", b"[1,2]\n", b"{\"cmd\": 5}\n", b"{}\n", b"\xff\xfe\n", b"\n"]:
         c.send_raw(raw)
         r = c.read()
         assert r and not r["ok"] and "malformed" in r["error"], raw

@@ -41,6 +41,9 @@ BAD_FIELDS = [
     (("ops", 0, "capabilities"), "eager_execute"),
     (("ops", 0, "capabilities", 0), 1),
     (("path",), ""),
+    (("isolation",), "bogus"),
+    (("error_line",), -3),
+    (("stamp", "mtime_ns"), 2**64 - 1),
 ]
 
 
@@ -122,7 +125,7 @@ def test_a_cache_over_the_size_cap_is_refused_without_reading_it(opp, tmp_path):
 
 
 @pytest.mark.parametrize("edit", ["summary not json", "status wrong type", "path of another", "extra field",
-                                  "stamp not a number"])
+                                  "stamp not a number", "status edited", "op renamed", "line dropped"])
 def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit):
     make_plugin(opp, "p1", "UtP1")
     make_plugin(opp, "p2", "UtP2")
@@ -143,12 +146,65 @@ def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit):
     elif edit == "extra field":
         summary["injected"] = True
         fields[5] = json.dumps(summary)
+    elif edit == "status edited":
+        summary["status"] = "crashed"
+        fields[5] = json.dumps(summary)
+    elif edit == "op renamed":
+        summary["ops"][0]["op_type"] = "Evil"
+        fields[5] = json.dumps(summary)
+    elif edit == "line dropped":
+        fields = None
     else:
         fields[2] = "12x"
-    lines[i] = "\t".join(fields)
+    if fields is None:
+        del lines[i]
+    else:
+        lines[i] = "\t".join(fields)
     open(index, "w").write("\n".join(lines) + "\n")
     p = run_ls("--opp-path", str(opp), "--json", env=env)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)  # valid JSON whatever the edit
     assert statuses(out["plugins"]) == {"p1": "ok", "p2": "ok"}
+    assert [op["op_type"] for pl in out["plugins"] for op in pl["ops"]] == ["UtP1", "UtP2"]
     assert all(set(pl) == {"name", "path", "version", "isolation", "status", "error", "ops"} for pl in out["plugins"])
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_package_with_an_odd_pyproject_fails_alone(opp, tmp_path, kind):
+    """A pyproject.toml that is a directory or a FIFO fails its own plugin only:
+    the scanner neither aborts nor blocks, and the other plugins stay ok."""
+    for i in range(4):
+        make_plugin(opp, f"good{i}", f"UtGood{i}")
+    pkg = opp / "odd"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    if kind == "directory":
+        (pkg / "pyproject.toml").mkdir()
+    else:
+        os.mkfifo(pkg / "pyproject.toml")
+    p = run_ls("--opp-path", str(opp), "--json", "--no-daemon", env=env_for(tmp_path), timeout=60)
+    assert p.returncode == 0, p.stderr
+    got = {pl["name"]: pl for pl in json.loads(p.stdout)["plugins"]}
+    assert all(got[f"good{i}"]["status"] == "ok" for i in range(4)), got
+    assert got["odd"]["status"] == "error" and "not a regular file" in got["odd"]["error"], got["odd"]
+
+
+def test_check_uses_the_cache_it_is_given_for_conflicts(opp, tmp_path):
+    make_plugin(opp, "installed", "UtClash")
+    cache = str(tmp_path / "given.json")
+    assert run_ls("--opp-path", str(opp), "--json", "--no-daemon", "--cache", cache).returncode == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    make_plugin(other, "newcomer", "UtClash")
+    p = run_ls("--check", str(other / "newcomer.py"), "--opp-path", str(opp), "--cache", cache,
+               env={"GE_PLUGIN_REGISTRY_CACHE": str(tmp_path / "elsewhere.json")})
+    assert p.returncode == 1 and "op_type 'UtClash' is also defined by" in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+def test_ls_warns_when_the_socket_from_the_environment_is_unusable(opp, tmp_path):
+    make_plugin(opp, "p1", "UtP1")
+    long_sock = str(tmp_path / ("s" * 120))
+    p = run_ls("--opp-path", str(opp), "--json", env={"GE_PLUGIN_REGISTRY_SOCKET": long_sock,
+                                                      "GE_PLUGIN_REGISTRY_CACHE": str(tmp_path / "c.json")})
+    assert p.returncode == 0, p.stderr
+    assert "bytes long" in p.stderr and "listing without the daemon" in p.stderr

@@ -17,6 +17,7 @@ import _frozen_importlib_external as _bootstrap_external
 import _ge_native
 
 VALID_ISOLATIONS = ("subinterpreter", "main", "process")
+_MAX_PYPROJECT_BYTES = 1 << 20
 
 _refused = []          # extension modules the guard refused in this interpreter
 _plugin_modules = {}   # top-level module name -> plugin name (for output capture)
@@ -37,13 +38,21 @@ def read_metadata(path, is_package):
     if not is_package:
         return meta
     pp = os.path.join(path, "pyproject.toml")
-    if not os.path.exists(pp):
+    if not os.path.lexists(pp):
         return meta
     meta["pyproject"] = pp
+    import stat
     import tomllib  # only the main interpreter reads metadata
     try:
+        st = os.stat(pp)
+        # A FIFO would block and /dev/zero never end: only a regular file of sane size is read.
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{pp}: cannot read pyproject.toml: not a regular file")
+        if st.st_size > _MAX_PYPROJECT_BYTES:
+            raise ValueError(f"{pp}: cannot read pyproject.toml: {st.st_size} bytes, more than "
+                             f"{_MAX_PYPROJECT_BYTES}")
         with open(pp, "rb") as f:
-            raw = f.read()
+            raw = f.read(_MAX_PYPROJECT_BYTES + 1)
         # A UTF-8 byte-order mark (some Windows editors write one) is skipped, as pip does.
         data = tomllib.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as e:
@@ -221,7 +230,7 @@ def _calling_plugin(default, depth=2):
 # (share/docs/plugin-authors.md, "The process belongs to the engine").
 _SIGNAL_CALLS = ("signal", "siginterrupt", "set_wakeup_fd", "pthread_sigmask", "setitimer", "alarm", "sigwait",
                  "sigwaitinfo", "sigtimedwait")
-_FAULTHANDLER_CALLS = ("register", "unregister")
+_FAULTHANDLER_CALLS = ("register", "unregister", "dump_traceback_later")
 
 
 def _refusing(module_name, name, default_plugin):
@@ -235,6 +244,32 @@ def _refusing(module_name, name, default_plugin):
     refused.__qualname__ = name
     refused._ge_refused = True
     return refused
+
+
+class _GuardedModules:
+    """A meta path finder that hands out the guarded ``_signal`` and
+    ``faulthandler`` modules again when a plugin drops them from sys.modules
+    and imports them afresh (a new module object would carry the original
+    functions). A guard, not a sandbox: code that removes this finder or
+    calls libc through ctypes is out of its reach."""
+
+    def __init__(self):
+        self.modules = {}
+
+    def find_spec(self, name, path=None, target=None):
+        module = self.modules.get(name)
+        if module is None:
+            return None
+        return _bootstrap.ModuleSpec(name, self, origin="built-in")
+
+    def create_module(self, spec):
+        return self.modules[spec.name]
+
+    def exec_module(self, module):
+        pass
+
+
+_guarded_modules = _GuardedModules()
 
 
 def guard_process_signals(default_plugin):
@@ -255,6 +290,9 @@ def guard_process_signals(default_plugin):
             current = getattr(module, name, None)
             if current is not None and not getattr(current, "_ge_refused", False):
                 setattr(module, name, _refusing(module_name, name, default_plugin))
+    _guarded_modules.modules.update({"_signal": _signal, "faulthandler": faulthandler})
+    if _guarded_modules not in sys.meta_path:
+        sys.meta_path.insert(0, _guarded_modules)
 
 
 def _thread_idents():
@@ -407,3 +445,24 @@ def join_threads(timeout, daemon=True):
         t.join(max(0.0, deadline - time.monotonic()))
     alive = [t for t in others() if t.is_alive()]
     return [f"'{t.name}'" + (f" (plugin '{_thread_owner(t)}')" if _thread_owner(t) else "") for t in alive]
+
+
+
+def run_atexit_handlers(timeout):
+    """Run this interpreter's atexit handlers now, on a thread of their own,
+    waiting at most ``timeout`` seconds; True when they finished (or there were
+    none). Interpreter::End and the exit of the main interpreter call it so
+    that a handler that blocks (``atexit.register(time.sleep, 60)``) is treated
+    like a thread left running, bounded, instead of blocking the end: if it has
+    not finished, the interpreter is kept and a warning names 'ge-atexit'."""
+    atexit = sys.modules.get("atexit")
+    if atexit is None or atexit._ncallbacks() == 0:
+        return True
+    import threading
+    runner = threading.Thread(target=atexit._run_exitfuncs, name="ge-atexit", daemon=True)
+    runner.start()
+    runner.join(timeout)
+    if runner.is_alive():
+        return False
+    atexit._clear()  # run once: Py_EndInterpreter / Py_FinalizeEx must not run them again
+    return True

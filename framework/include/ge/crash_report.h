@@ -13,7 +13,9 @@
 
 namespace ge {
 
-// Installs the report (idempotent; later calls replace prefix and hint).
+// Installs the report (idempotent; later calls replace prefix and hint), and
+// gives the calling thread an alternate signal stack if it has none (so that a
+// stack overflow on it is reported; restored and freed at the thread's exit).
 // `prefix` and `hint` are borrowed and must stay valid for the process's
 // life (string literals); `hint` may be null. Thread-safe.
 void InstallCrashReport(const char* prefix, const char* hint);

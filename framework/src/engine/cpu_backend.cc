@@ -256,6 +256,9 @@ void SetKernelCrashExit(const char* prefix) { g_crash_exit_prefix.store(prefix);
 void InstallCrashReport(const char* prefix, const char* hint) {
   g_report_hint.store(hint);
   g_report_prefix.store(prefix);
+  // The installing thread (a tool's main thread, which runs the plugins) gets
+  // an alternate signal stack, so a stack overflow in plugin code is reported too.
+  EnsureAltStack();
   InstallHandlers();
 }
 

@@ -53,20 +53,20 @@ std::string SuggestOpType(const std::string& wanted, const std::vector<std::stri
 }
 
 int64_t JsonInt(const json& v, const std::string& where) {
-  if (!v.is_number_integer()) throw GraphError(where, "expected an integer, got " + v.dump());
+  if (!v.is_number_integer()) throw GraphError(where, "expected an integer, got " + Abbreviate(v.dump()));
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) throw GraphError(where, "integer does not fit int64");
   return v.get<int64_t>();
 }
 float JsonFloat(const json& v, const std::string& where) {
-  if (!v.is_number()) throw GraphError(where, "expected a number, got " + v.dump());
+  if (!v.is_number()) throw GraphError(where, "expected a number, got " + Abbreviate(v.dump()));
   return static_cast<float>(v.get<double>());
 }
 bool JsonBool(const json& v, const std::string& where) {
-  if (!v.is_boolean()) throw GraphError(where, "expected true or false, got " + v.dump());
+  if (!v.is_boolean()) throw GraphError(where, "expected true or false, got " + Abbreviate(v.dump()));
   return v.get<bool>();
 }
 std::string JsonStr(const json& v, const std::string& where) {
-  if (!v.is_string()) throw GraphError(where, "expected a string, got " + v.dump());
+  if (!v.is_string()) throw GraphError(where, "expected a string, got " + Abbreviate(v.dump()));
   return v.get<std::string>();
 }
 DataType JsonDataType(const json& v, const std::string& where) {
@@ -77,7 +77,7 @@ DataType JsonDataType(const json& v, const std::string& where) {
 }
 template <typename T, typename F>
 std::vector<T> JsonList(const json& v, const std::string& where, F&& f) {
-  if (!v.is_array()) throw GraphError(where, "expected a list, got " + v.dump());
+  if (!v.is_array()) throw GraphError(where, "expected a list, got " + Abbreviate(v.dump()));
   std::vector<T> out;
   for (std::size_t i = 0; i < v.size(); ++i) out.push_back(f(v[i], where + "[" + std::to_string(i) + "]"));
   return out;

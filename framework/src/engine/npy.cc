@@ -63,8 +63,8 @@ class HeaderParser {
       if (Peek() != '}') Fail("expected ',' or '}'");
     }
     ++i_;  // '}'
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\0')) ++i_;
-    if (i_ != t_.size()) Fail("unexpected text after the header dict");
+    while (i_ < t_.size() && t_[i_] == ' ') ++i_;
+    if (i_ + 1 != t_.size() || t_[i_] != '\n') Fail("the header must end with spaces and a newline");
     if (!has_descr || !has_fortran || !has_shape) {
       Fail(std::string("missing key '") + (!has_descr ? "descr" : !has_fortran ? "fortran_order" : "shape") + "'");
     }
@@ -111,6 +111,7 @@ class HeaderParser {
       const std::size_t start = i_;
       while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9') ++i_;
       if (i_ == start || i_ - start > 18) Fail("'shape' must be a tuple of non-negative ints");
+      if (t_[start] == '0' && i_ - start > 1) Fail("'shape' has a leading zero (not a Python int literal)");
       if (Peek() == 'L') ++i_;  // Python 2's long suffix, which numpy still reads
       dims.push_back(std::stoll(t_.substr(start, i_ - start)));
       Skip();
@@ -134,7 +135,7 @@ class HeaderParser {
 }  // namespace
 
 Tensor ReadNpy(const std::filesystem::path& path, std::optional<DataType> expected) {
-  const std::string file = path.string();
+  const std::string file = Abbreviate(path.string());  // for messages only
   // Only a regular file: a FIFO would block, /dev/zero would never end.
   std::error_code ec;
   const auto st = std::filesystem::status(path, ec);
@@ -150,6 +151,10 @@ Tensor ReadNpy(const std::filesystem::path& path, std::optional<DataType> expect
   unsigned char ver[2];
   if (!in.read(reinterpret_cast<char*>(ver), 2)) throw NpyError(file + ": truncated .npy header");
   uint32_t header_len = 0;
+  if (ver[1] != 0) {
+    throw NpyError(file + ": unsupported .npy version " + std::to_string(ver[0]) + "." + std::to_string(ver[1]) +
+                   ", supported 1.0, 2.0, 3.0");
+  }
   if (ver[0] == 1) {
     unsigned char b[2];
     if (!in.read(reinterpret_cast<char*>(b), 2)) throw NpyError(file + ": truncated .npy header");
@@ -218,7 +223,7 @@ Tensor ReadNpy(const std::filesystem::path& path, std::optional<DataType> expect
 }
 
 void WriteNpy(const std::filesystem::path& path, const Tensor& t) {
-  const std::string file = path.string();
+  const std::string file = Abbreviate(path.string());  // for messages only
   if (!t.HasData()) throw NpyError(file + ": tensor has no host data to write");
   std::string descr = t.GetDataType() == DT_BF16 ? "|V2" : DataTypeTypestr(t.GetDataType());
   std::ostringstream shape;

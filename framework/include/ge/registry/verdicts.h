@@ -20,8 +20,11 @@ std::string DefaultCachePath();
 // package path) that the cache at `cache_path` (empty: DefaultCachePath())
 // marks crashed, hung or exited while its files are unchanged since (same
 // mtime, size and file count, or the same content hash after a touch); ""
-// otherwise. A missing or unreadable cache gives a function that skips
-// nothing. The cache is read once, here.
-std::function<std::string(const std::string& plugin_path, bool is_package)> CrashVerdicts(const std::string& cache_path);
+// otherwise. A missing or unreadable cache gives an empty function (skip
+// nothing) and, when `why` is given, the reason (no cache, not a regular
+// file, malformed record ...), so that a caller can say crash protection is
+// off. The cache is read once, here.
+std::function<std::string(const std::string& plugin_path, bool is_package)> CrashVerdicts(
+    const std::string& cache_path, std::string* why = nullptr);
 
 }  // namespace ge::registry
