@@ -398,7 +398,10 @@ namespace {
 // args[0]: std::atomic<int>[block_dim] counters; args[1]: the block that
 // crashes (or ~0); args[2]: 1 = SIGSEGV, 2 = SIGABRT; args[3]: a null address;
 // args[4]: std::atomic<uint32_t> holding the block_dim seen.
-void CountingKernel(uint32_t block_idx, uint32_t block_dim, const uint64_t* args) {
+// Crashes on purpose (a null store or abort in the chosen block): UBSan's null
+// check is off here so that `make sanitize` sees the crash the guard reports.
+__attribute__((no_sanitize("null"))) void CountingKernel(uint32_t block_idx, uint32_t block_dim,
+                                                           const uint64_t* args) {
   auto* counts = reinterpret_cast<std::atomic<int>*>(args[0]);
   reinterpret_cast<std::atomic<uint32_t>*>(args[4])->store(block_dim);
   if (block_idx == args[1]) {
