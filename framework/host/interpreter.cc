@@ -1,6 +1,7 @@
 // interpreter.cc: runtime initialization, sub-interpreters, thread states, guards.
 #include "interpreter.h"
 
+#include <csignal>
 #include <cstdlib>
 #include <set>
 #include <stdexcept>
@@ -147,6 +148,12 @@ PythonRuntime::PythonRuntime(std::string package_dir) : package_dir_(std::move(p
   if (PyImport_AppendInittab("_ge_native", &PyInit__ge_native) < 0) {
     throw std::runtime_error("PyImport_AppendInittab(_ge_native) failed");
   }
+  // The engine's SIGINT disposition, as it is before Python starts: importing
+  // `signal` in the main interpreter installs Python's own SIGINT handler
+  // when it finds the default (KeyboardInterrupt in plugin code); it is put
+  // back below, so Ctrl-C does to the process what the engine says.
+  struct sigaction engine_sigint {};
+  const bool have_sigint = ::sigaction(SIGINT, nullptr, &engine_sigint) == 0;
   PyConfig config;
   PyConfig_InitPythonConfig(&config);
   config.parse_argv = 0;
@@ -175,12 +182,13 @@ PythonRuntime::PythonRuntime(std::string package_dir) : package_dir_(std::move(p
   Py_XDECREF(site_done);
   Py_XDECREF(site);
   if (error.empty() && !PrependSysPath(package_dir_)) error = FetchError("cannot extend sys.path");
-  for (const char* mod : {"_ge_native", "ge", "ge.graph", "ge.runtime", "ge.custom_op", "ge._loader"}) {
+  for (const char* mod : {"signal", "_ge_native", "ge", "ge.graph", "ge.runtime", "ge.custom_op", "ge._loader"}) {
     if (!error.empty()) break;
     PyObject* m = PyImport_ImportModule(mod);
     if (m == nullptr) error = FetchError((std::string("cannot import ") + mod + " from " + package_dir_).c_str());
     Py_XDECREF(m);
   }
+  if (have_sigint) ::sigaction(SIGINT, &engine_sigint, nullptr);  // `signal` is imported by now: it stays so
   PyThreadState* main_ts = PyEval_SaveThread();
   main_ = std::shared_ptr<Interpreter>(new Interpreter("main", true, main_ts->interp, main_ts));
   if (!error.empty()) throw std::runtime_error(error);

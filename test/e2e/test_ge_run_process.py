@@ -315,3 +315,46 @@ def test_a_relative_platform_dir_survives_a_plugin_chdir(ge_run_bin, write_graph
                         "--output-dir", "out"], cwd=work, capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
     assert (work / "out" / "t_0.npy").is_file()
+
+
+@pytest.mark.parametrize("isolation", ["main", "subinterpreter"])
+def test_sigint_ends_ge_run_as_the_engine_says_not_as_a_keyboard_interrupt(ge_run_bin, write_graph, tmp_path, opp,
+                                                                          isolation):
+    """Importing `signal` in the main interpreter must not turn Ctrl-C into a
+    KeyboardInterrupt that plugin code can swallow: ge-run ends by SIGINT."""
+    ready = tmp_path / "ready"
+    write_plugin(tmp_path / "opp", "sleepy", f"""
+        import signal, time
+        from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+        from ge.runtime import Tensor, TensorDesc
+
+        @register_op(op_type="SleepyCustom")
+        def sleepy(x: TensorDesc) -> TensorDesc:
+            return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+        @register_op_impl(op_type="SleepyCustom")
+        class Sleepy:
+            def execute(self, x: Tensor) -> None:
+                open({str(ready)!r}, "w").close()
+                try:
+                    time.sleep(30)
+                except KeyboardInterrupt:
+                    pass  # swallowed: the run would then finish as a success
+                get_execute_ctx().make_output_ref_input(0, 0)
+        """, isolation)
+    g = write_graph([node("s", "SleepyCustom", ["x"])], ["s:0"], inputs=[f32("x", [1.0])])
+    p = subprocess.Popen([str(ge_run_bin), str(g), "--opp-path", str(tmp_path / "opp"), "--output-dir",
+                          str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists(), p.stderr.read() if p.poll() is not None else "not ready"
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == -signal.SIGINT
+    assert not (tmp_path / "out").exists()
