@@ -453,7 +453,7 @@ struct PluginHost::Impl {
     }
     const bool sub = r.isolation != "main";
     const std::string crumb_text = "loading plugin '" + TerminalSafe(d.name) + "' (" + TerminalSafe(d.path) + ")";
-    CrashBreadcrumb crumb(crumb_text.c_str());
+    CrashBreadcrumb crumb(crumb_text.c_str(), CrashBreadcrumb::Phase::kLoading);
     auto plugin = std::make_shared<LoadedPlugin>();
     plugin->name = d.name;
     plugin->path = d.path;

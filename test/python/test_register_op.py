@@ -263,7 +263,15 @@ DEFAULT_TEXT = {
 }
 
 
+# Scalar annotations whose default has another type get GE's own wording
+# ("must be int, got bool"); values of the right type out of range, and lists,
+# get ours with the value.
+SCALARS = {int: "int", float: "float", bool: "bool", str: "str"}
+
+
 def bad_default_message(ann, default):
+    if ann in SCALARS and type(default) is not ann:
+        return P + f"default value for attr 'a' must be {SCALARS[ann]}, got {type(default).__name__}"
     return (P + f"default value for attr 'a' must be {DEFAULT_TEXT[ann]}, "
             f"got {default!r} ({type(default).__name__})")
 
@@ -702,7 +710,7 @@ def test_failed_registration_registers_nothing(raises):
     def f(x: TensorDesc, *, a: int = True) -> TensorDesc:
         return x
 
-    with raises(TypeError, P + "default value for attr 'a' must be int in the int64 range, got True (bool)"):
+    with raises(TypeError, P + "default value for attr 'a' must be int, got bool"):
         register_op(op_type="Op")(f)
     assert proto_mod.get_registered_op_proto_by_op_type("Op") is None
     assert not hasattr(f, "__ge_op_proto_descriptor__")

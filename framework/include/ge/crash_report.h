@@ -13,7 +13,9 @@
 
 namespace ge {
 
-// Installs the report (idempotent; later calls replace prefix and hint), and
+// Installs the report (idempotent; later calls replace prefix and hint). The
+// hint is printed after the report only when the crashing breadcrumb is a
+// loading one (what the registry can record and a tool can skip). It also
 // gives the calling thread an alternate signal stack if it has none (so that a
 // stack overflow on it is reported; restored and freed at the thread's exit).
 // `prefix` and `hint` are borrowed and must stay valid for the process's
@@ -26,13 +28,15 @@ void InstallCrashReport(const char* prefix, const char* hint);
 // that made it; cost: two thread-local stores.
 class CrashBreadcrumb {
  public:
-  explicit CrashBreadcrumb(const char* what) noexcept;
+  enum class Phase { kLoading, kOther };
+  explicit CrashBreadcrumb(const char* what, Phase phase = Phase::kOther) noexcept;
   ~CrashBreadcrumb();
   CrashBreadcrumb(const CrashBreadcrumb&) = delete;
   CrashBreadcrumb& operator=(const CrashBreadcrumb&) = delete;
 
  private:
   const char* previous_;
+  bool previous_loading_;
 };
 
 }  // namespace ge

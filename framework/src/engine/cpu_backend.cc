@@ -31,6 +31,7 @@ std::atomic<const char*> g_crash_exit_prefix{nullptr};
 std::atomic<const char*> g_report_prefix{nullptr};  // InstallCrashReport
 std::atomic<const char*> g_report_hint{nullptr};
 thread_local const char* t_breadcrumb = nullptr;   // CrashBreadcrumb
+thread_local bool t_breadcrumb_loading = false;
 
 // Async-signal-safe output: write(2) only, no allocation, no locale.
 void SafeWrite(const char* s) {
@@ -87,7 +88,7 @@ void OnFatalSignal(int sig) {
         SafeWrite(what);
       }
       SafeWrite("\n");
-      if (const char* hint = g_report_hint.load(); hint != nullptr && t_breadcrumb != nullptr) {
+      if (const char* hint = g_report_hint.load(); hint != nullptr && t_breadcrumb != nullptr && t_breadcrumb_loading) {
         SafeWrite(hint);
         SafeWrite("\n");
       }
@@ -262,8 +263,15 @@ void InstallCrashReport(const char* prefix, const char* hint) {
   InstallHandlers();
 }
 
-CrashBreadcrumb::CrashBreadcrumb(const char* what) noexcept : previous_(t_breadcrumb) { t_breadcrumb = what; }
-CrashBreadcrumb::~CrashBreadcrumb() { t_breadcrumb = previous_; }
+CrashBreadcrumb::CrashBreadcrumb(const char* what, Phase phase) noexcept
+    : previous_(t_breadcrumb), previous_loading_(t_breadcrumb_loading) {
+  t_breadcrumb = what;
+  t_breadcrumb_loading = phase == Phase::kLoading;
+}
+CrashBreadcrumb::~CrashBreadcrumb() {
+  t_breadcrumb = previous_;
+  t_breadcrumb_loading = previous_loading_;
+}
 
 CpuKernelFn KernelCache::Resolve(const std::string& bin, const std::string& kernel_name, const char* label) {
   CheckElf(bin);

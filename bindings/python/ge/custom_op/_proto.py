@@ -792,6 +792,11 @@ def _build_descriptor(op_type: str, func: Any, mutates_args: Any) -> OpProtoDesc
             continue
         if vt == "VT_TENSOR":
             raise TypeError(f"Tensor attr '{param.name}' does not support a default value")
+        scalar_type = {"VT_INT": int, "VT_FLOAT": float, "VT_BOOL": bool, "VT_STRING": str}.get(vt)
+        if scalar_type is not None and type(param.default) is not scalar_type:
+            # GE's wording: a default has exactly the annotated type (np.int64(1) is not an int here).
+            raise TypeError(f"default value for attr '{param.name}' must be {scalar_type.__name__}, "
+                            f"got {type(param.default).__name__}")
         if not _default_ok(vt, param.default):
             rng = " in the int64 range" if vt in ("VT_INT", "VT_LIST_INT", "VT_LIST_LIST_INT") else ""
             raise TypeError(f"default value for attr '{param.name}' must be "
