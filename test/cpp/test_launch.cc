@@ -415,11 +415,11 @@ struct PoolRun {
   std::vector<std::atomic<int>> counts;
   std::atomic<uint32_t> dim_seen{0};
   std::optional<std::string> crash;
+  uint64_t args[5];  // a member: blocks of an abandoned pool may still read it after Run returns
   PoolRun(BlockPool& pool, uint32_t block_dim, uint64_t crash_block = ~uint64_t{0}, uint64_t how = 0)
-      : counts(block_dim) {
+      : counts(block_dim),
+        args{reinterpret_cast<uintptr_t>(counts.data()), crash_block, how, 0, reinterpret_cast<uintptr_t>(&dim_seen)} {
     for (auto& c : counts) c.store(0);
-    const uint64_t args[] = {reinterpret_cast<uintptr_t>(counts.data()), crash_block, how, 0,
-                             reinterpret_cast<uintptr_t>(&dim_seen)};
     crash = pool.Run(&CountingKernel, block_dim, args);
   }
   // Every block ran exactly once, except `skip`, which ran zero times.
@@ -468,7 +468,11 @@ BOOST_AUTO_TEST_CASE(crashing_blocks_are_reported_and_the_pool_is_abandoned) {
     PoolRun good(pool, c.dim);
     BOOST_CHECK(!good.crash);
     BOOST_CHECK(good.EachOnce());
-    PoolRun bad(pool, c.dim, c.block, c.how);
+    // The crashed run is kept for the process's life: the abandoned pool's other
+    // blocks may still be running with its arguments and counters.
+    static std::vector<std::unique_ptr<PoolRun>> abandoned_runs;
+    abandoned_runs.push_back(std::make_unique<PoolRun>(pool, c.dim, c.block, c.how));
+    const PoolRun& bad = *abandoned_runs.back();
     BOOST_REQUIRE_MESSAGE(bad.crash.has_value(), "no crash reported for " << c.signal << " in block " << c.block);
     BOOST_CHECK_MESSAGE(Contains(*bad.crash, c.signal), *bad.crash);
     BOOST_CHECK_MESSAGE(Contains(*bad.crash, "block " + std::to_string(c.block)), *bad.crash);
