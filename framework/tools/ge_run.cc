@@ -78,7 +78,8 @@ nlohmann::json ShapeJson(const Shape& s) {
 
 }  // namespace
 
-int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
+             const std::function<void(int)>& before_teardown) {
   std::string graph_path, opp_path, output_dir = "ge_run_out", log_level, soc = "host", registry_cache;
   bool skip_crashed = false;
   std::vector<std::string> option_args;
@@ -234,13 +235,16 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
     }
     host::PluginHost plugin_host(opts, registry);
     // Destroyed before the host: the host's teardown (sub-interpreters ending,
-    // their atexit handlers) and Python's finalization run under the exit
-    // watchdog, with the status the run ends with.
+    // their atexit handlers) and Python's finalization run after the caller's
+    // before_teardown (ge-run's exit watchdog), with the status the run ends with.
     int exit_rc = 1;
-    struct ArmExitWatchdog {
+    struct BeforeTeardown {
       const int& rc;
-      ~ArmExitWatchdog() { BoundTheExit(rc); }
-    } arm_exit_watchdog{exit_rc};
+      const std::function<void(int)>& fn;
+      ~BeforeTeardown() {
+        if (fn) fn(rc);
+      }
+    } before_host_teardown{exit_rc, before_teardown};
     const auto& reports = plugin_host.LoadAll();
     std::string failed;
     for (const auto& r : reports) {

@@ -13,13 +13,13 @@
 int main(int argc, char** argv) {
   const int summary_fd = ::dup(STDOUT_FILENO);
   if (summary_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
-    const int rc = ge::tools::RunGeRun(argc, argv, std::cout, std::cerr);
+    const int rc = ge::tools::RunGeRun(argc, argv, std::cout, std::cerr, &ge::tools::BoundTheExit);
     ge::tools::BoundTheExit(rc);
     return rc;
   }
   __gnu_cxx::stdio_filebuf<char> buf(summary_fd, std::ios::out);
   std::ostream summary(&buf);
-  const int rc = ge::tools::RunGeRun(argc, argv, summary, std::cerr);
+  const int rc = ge::tools::RunGeRun(argc, argv, summary, std::cerr, &ge::tools::BoundTheExit);
   summary.flush();
   ge::tools::BoundTheExit(rc);
   return rc;

@@ -8,6 +8,8 @@
 
 #include "test_util.h"
 
+#include "ge_run.h"
+
 #include <pthread.h>
 #include <unistd.h>
 
@@ -318,6 +320,25 @@ BOOST_AUTO_TEST_CASE(isolation_util_modules_and_globals) {
 }
 
 // ---- teardown -------------------------------------------------------------------------------
+
+// ge-run as a library function: called in-process, it runs the graph and
+// returns, and arms nothing that could end the caller's process later (the exit
+// watchdog is the command's, passed by its main).
+BOOST_AUTO_TEST_CASE(ge_run_as_a_library_function_runs_in_process) {
+  ge_test::TempDir dir;
+  const std::string graph = (dir.path / "g.json").string();
+  std::ofstream(graph) << R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2], "data": [1, -1]}],
+    "nodes": [{"name": "g", "op_type": "GeluCustom", "inputs": ["x"]}], "outputs": ["g:0"]})";
+  const std::string opp = kSource + "/plugins/samples", out = (dir.path / "out").string();
+  const char* argv[] = {"ge-run", graph.c_str(), "--opp-path", opp.c_str(), "--output-dir", out.c_str()};
+  std::ostringstream summary, errors;
+  int called_with = -1;
+  BOOST_CHECK_EQUAL(ge::tools::RunGeRun(6, argv, summary, errors), 0);
+  BOOST_CHECK_EQUAL(ge::tools::RunGeRun(6, argv, summary, errors, [&](int rc) { called_with = rc; }), 0);
+  BOOST_CHECK_EQUAL(called_with, 0);
+  BOOST_CHECK(fs::exists(dir.path / "out" / "g_0.npy"));
+  BOOST_CHECK_MESSAGE(Contains(summary.str(), "GeluCustom"), summary.str() + errors.str());
+}
 
 BOOST_AUTO_TEST_CASE(teardown_ends_interpreters_and_reload_works) {
   const fs::path marker = fs::temp_directory_path() / ("ge_host_atexit_" + std::to_string(::getpid()));
