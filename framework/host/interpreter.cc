@@ -67,6 +67,33 @@ bool PrependSysPath(const std::string& dir) {
   return rc == 0;
 }
 
+// In the current interpreter: runs its atexit handlers on a thread of their
+// own, then joins the threads its plugins started (daemon ones too when
+// `daemon`), for at most `timeout_s` each; returns what is still running, as
+// "'name' (plugin 'p'), ..." ("" when nothing). A blocking atexit handler is
+// listed as 'ge-atexit'. Precondition: the GIL is held.
+std::string FinishPluginThreads(double timeout_s, bool daemon) {
+  std::string still_running;
+  PyObject* mods = PyImport_GetModuleDict();                                  // borrowed
+  PyObject* ldr = mods ? PyDict_GetItemString(mods, "ge._loader") : nullptr;  // borrowed
+  if (ldr == nullptr) return still_running;
+  PyObject* done = PyObject_CallMethod(ldr, "run_atexit_handlers", "d", timeout_s);
+  // Its runner is a daemon thread: join_threads lists it only when `daemon`.
+  if (done == Py_False && !daemon) still_running = "'ge-atexit' (an atexit handler)";
+  Py_XDECREF(done);
+  PyErr_Clear();
+  PyObject* r = PyObject_CallMethod(ldr, "join_threads", "di", timeout_s, daemon ? 1 : 0);
+  if (r != nullptr && PyList_Check(r)) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r); ++i) {
+      const char* s = PyUnicode_AsUTF8(PyList_GET_ITEM(r, i));
+      still_running += (still_running.empty() ? "" : ", ") + std::string(s ? s : "?");
+    }
+  }
+  Py_XDECREF(r);
+  PyErr_Clear();
+  return still_running;
+}
+
 void FinalizeAtExit() {
   std::shared_ptr<PythonRuntime> rt;
   {
@@ -87,25 +114,7 @@ void FinalizeAtExit() {
   // Py_FinalizeEx waits for every non-daemon thread without a limit: a thread a
   // main-isolation plugin started would hang the exit. They get the bounded
   // time sub-interpreters get; if one is still running, Python is not finalized.
-  std::string still_running;
-  if (PyObject* mods = PyImport_GetModuleDict(); mods != nullptr) {
-    if (PyObject* ldr = PyDict_GetItemString(mods, "ge._loader"); ldr != nullptr) {  // borrowed
-      // atexit handlers first, bounded (a blocking one counts as a thread left running).
-      PyObject* done = PyObject_CallMethod(ldr, "run_atexit_handlers", "d", kThreadJoinTimeoutS);
-      if (done == Py_False) still_running = "'ge-atexit' (an atexit handler)";
-      Py_XDECREF(done);
-      PyErr_Clear();
-      PyObject* r = PyObject_CallMethod(ldr, "join_threads", "di", kThreadJoinTimeoutS, 0);
-      if (r != nullptr && PyList_Check(r)) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r); ++i) {
-          const char* s = PyUnicode_AsUTF8(PyList_GET_ITEM(r, i));
-          still_running += (still_running.empty() ? "" : ", ") + std::string(s ? s : "?");
-        }
-      }
-      Py_XDECREF(r);
-      PyErr_Clear();
-    }
-  }
+  const std::string still_running = FinishPluginThreads(kThreadJoinTimeoutS, /*daemon=*/false);
   if (!still_running.empty()) {
     PyEval_SaveThread();
     log->warn("Python is not finalized at exit: thread(s) started in the main interpreter are still running after "
@@ -288,24 +297,7 @@ bool Interpreter::End(double thread_timeout_s) {
   PyEval_RestoreThread(mine);
   // 1. Its atexit handlers, on a thread of their own, then the threads the
   // plugin started: together a bounded time to finish.
-  std::string still_running;
-  {
-    PyObject* mods = PyImport_GetModuleDict();  // borrowed
-    PyObject* ldr = mods ? PyDict_GetItemString(mods, "ge._loader") : nullptr;  // borrowed
-    if (ldr != nullptr) {
-      Py_XDECREF(PyObject_CallMethod(ldr, "run_atexit_handlers", "d", thread_timeout_s));
-      PyErr_Clear();
-      PyObject* r = PyObject_CallMethod(ldr, "join_threads", "d", thread_timeout_s);
-      if (r != nullptr && PyList_Check(r)) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(r); ++i) {
-          const char* s = PyUnicode_AsUTF8(PyList_GET_ITEM(r, i));
-          still_running += (still_running.empty() ? "" : ", ") + std::string(s ? s : "?");
-        }
-      }
-      Py_XDECREF(r);
-      PyErr_Clear();
-    }
-  }
+  const std::string still_running = FinishPluginThreads(thread_timeout_s, /*daemon=*/true);
   // 2. Any thread state we did not create belongs to a thread still running.
   std::set<PyThreadState*> ours;
   {

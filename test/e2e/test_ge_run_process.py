@@ -32,6 +32,44 @@ def write_plugin(folder, name, code, isolation=None):
     return pkg
 
 
+def one_op_plugin(op_type, execute, imports="", infer=""):
+    """Source of a plugin defining ``op_type`` (x -> a tensor like x): ``infer``
+    runs first in its prototype, ``execute`` (lines at one indent) in its
+    execute, which then hands x on as the output."""
+    body = textwrap.indent(textwrap.dedent(execute).strip("\n"), " " * 8)
+    pre = textwrap.indent(textwrap.dedent(infer).strip("\n"), " " * 4) + "\n" if infer.strip() else ""
+    return (textwrap.dedent(imports).strip("\n") + "\n"
+            "from ge.custom_op import get_execute_ctx, register_op, register_op_impl\n"
+            "from ge.runtime import Tensor, TensorDesc\n\n"
+            f"@register_op(op_type={op_type!r})\n"
+            "def proto(x: TensorDesc) -> TensorDesc:\n"
+            f"{pre}"
+            "    return TensorDesc(x.shape.storage_shape.dims, x.data_type)\n\n"
+            f"@register_op_impl(op_type={op_type!r})\n"
+            "class Impl:\n"
+            "    def execute(self, x: Tensor) -> None:\n"
+            f"{body}\n"
+            "        get_execute_ctx().make_output_ref_input(0, 0)\n")
+
+
+def signal_when_ready(cmd, ready, sig, **popen):
+    """Starts ``cmd``, waits (30 s at most) for the file ``ready``, sends
+    ``sig`` and returns the exit status (killed after 10 s more)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline and p.poll() is None:
+            time.sleep(0.05)
+        assert ready.exists(), p.stderr.read() if p.poll() is not None else "the plugin never started"
+        p.send_signal(sig)
+        p.wait(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return p.returncode
+
+
 def gelu_graph(write_graph):
     return write_graph([node("g", "GeluCustom", ["x"])], ["g:0"], inputs=[f32("x", [1.0, -1.0])])
 
@@ -80,19 +118,7 @@ def test_sigterm_still_ends_ge_run_after_a_plugin_tried_to_ignore_it(ge_run_bin,
         """, "main")
     cmd = [str(ge_run_bin), str(gelu_graph(write_graph)), "--opp-path",
            opp["samples"] + ":" + str(tmp_path / "opp"), "--output-dir", str(tmp_path / "out")]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 30
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert ready.exists(), "the plugin never started"
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=10)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == -signal.SIGTERM
+    assert signal_when_ready(cmd, ready, signal.SIGTERM) == -signal.SIGTERM
 
 
 def test_signal_queries_stay_available(ge_run, write_graph, tmp_path):
@@ -114,24 +140,14 @@ THREAD_AT_IMPORT = """
     threading.Thread(target=time.sleep, args=(60,), name="sleeper").start()
     """
 
-THREAD_IN_EXECUTE = """
+THREAD_IN_EXECUTE = one_op_plugin("LingerCustom", """
+    threading.Thread(target=_linger, name="lingerer").start()
+    """, imports="""
     import threading, time
-    from ge.custom_op import get_execute_ctx, register_op, register_op_impl
-    from ge.runtime import Tensor, TensorDesc
 
     def _linger():
         time.sleep(60)
-
-    @register_op(op_type="LingerCustom")
-    def linger(x: TensorDesc) -> TensorDesc:
-        return TensorDesc(x.shape.storage_shape.dims, x.data_type)
-
-    @register_op_impl(op_type="LingerCustom")
-    class Linger:
-        def execute(self, x: Tensor) -> None:
-            threading.Thread(target=_linger, name="lingerer").start()
-            get_execute_ctx().make_output_ref_input(0, 0)
-    """
+    """)
 
 
 @pytest.mark.parametrize("where", ["import", "execute"])
@@ -167,21 +183,8 @@ def test_os_chdir_in_a_plugin_does_not_move_the_outputs(ge_run_bin, write_graph,
         write_plugin(work / "opp", "mover", f"import os\nos.chdir({str(away)!r})\n", "main")
         nodes, outputs = [node("g", "GeluCustom", ["x"])], ["g:0"]
     else:
-        write_plugin(work / "opp", "mover", f"""
-            import os
-            from ge.custom_op import get_execute_ctx, register_op, register_op_impl
-            from ge.runtime import Tensor, TensorDesc
-
-            @register_op(op_type="MoverCustom")
-            def mover(x: TensorDesc) -> TensorDesc:
-                return TensorDesc(x.shape.storage_shape.dims, x.data_type)
-
-            @register_op_impl(op_type="MoverCustom")
-            class Mover:
-                def execute(self, x: Tensor) -> None:
-                    os.chdir({str(away)!r})
-                    get_execute_ctx().make_output_ref_input(0, 0)
-            """)
+        write_plugin(work / "opp", "mover", one_op_plugin("MoverCustom", f"os.chdir({str(away)!r})",
+                                                          imports="import os"))
         nodes, outputs = [node("m", "MoverCustom", ["x"]), node("g", "GeluCustom", ["m:0"])], ["g:0"]
     # A second opp entry after the mover, also relative: it must still be found.
     write_plugin(work / "opp2", "late", """
@@ -209,22 +212,10 @@ def test_os_chdir_in_a_plugin_does_not_move_the_outputs(ge_run_bin, write_graph,
 
 # ---- crashes ------------------------------------------------------------------------------------------
 
-CRASH_OP = """
-    import ctypes, os
-    from ge.custom_op import get_execute_ctx, register_op, register_op_impl
-    from ge.runtime import Tensor, TensorDesc
-
-    @register_op(op_type="CrashCustom")
-    def crash(x: TensorDesc) -> TensorDesc:
-        if {in_infer}:
-            os.abort()
-        return TensorDesc(x.shape.storage_shape.dims, x.data_type)
-
-    @register_op_impl(op_type="CrashCustom")
-    class Crash:
-        def execute(self, x: Tensor) -> None:
-            ctypes.string_at(0)
-    """
+CRASH_OP = one_op_plugin("CrashCustom", "ctypes.string_at(0)", imports="import ctypes, os", infer="""
+    if {in_infer}:
+        os.abort()
+    """)
 
 
 @pytest.mark.parametrize("where,sig,what", [
@@ -292,7 +283,7 @@ def test_a_stack_overflow_in_plugin_code_is_reported(ge_run, write_graph, tmp_pa
         write_plugin(tmp_path / "opp", "deep", deep + "blow()\n")
         nodes = [node("g", "GeluCustom", ["x"])]
     else:
-        write_plugin(tmp_path / "opp", "deep", deep + textwrap.dedent(CRASH_OP).replace("ctypes.string_at(0)", "blow()")
+        write_plugin(tmp_path / "opp", "deep", deep + CRASH_OP.replace("ctypes.string_at(0)", "blow()")
                      .replace("{in_infer}", "False"))
         nodes = [node("c", "CrashCustom", ["x"])]
     g = write_graph(nodes, [nodes[0]["name"] + ":0"], inputs=[f32("x", [1.0])])
@@ -324,38 +315,14 @@ def test_sigint_ends_ge_run_as_the_engine_says_not_as_a_keyboard_interrupt(ge_ru
     """Importing `signal` in the main interpreter must not turn Ctrl-C into a
     KeyboardInterrupt that plugin code can swallow: ge-run ends by SIGINT."""
     ready = tmp_path / "ready"
-    write_plugin(tmp_path / "opp", "sleepy", f"""
-        import signal, time
-        from ge.custom_op import get_execute_ctx, register_op, register_op_impl
-        from ge.runtime import Tensor, TensorDesc
-
-        @register_op(op_type="SleepyCustom")
-        def sleepy(x: TensorDesc) -> TensorDesc:
-            return TensorDesc(x.shape.storage_shape.dims, x.data_type)
-
-        @register_op_impl(op_type="SleepyCustom")
-        class Sleepy:
-            def execute(self, x: Tensor) -> None:
-                open({str(ready)!r}, "w").close()
-                try:
-                    time.sleep(30)
-                except KeyboardInterrupt:
-                    pass  # swallowed: the run would then finish as a success
-                get_execute_ctx().make_output_ref_input(0, 0)
-        """, isolation)
+    write_plugin(tmp_path / "opp", "sleepy", one_op_plugin("SleepyCustom", f"""
+        open({str(ready)!r}, "w").close()
+        try:
+            time.sleep(30)
+        except KeyboardInterrupt:
+            pass  # swallowed: the run would then finish as a success
+        """, imports="import signal, time"), isolation)
     g = write_graph([node("s", "SleepyCustom", ["x"])], ["s:0"], inputs=[f32("x", [1.0])])
-    p = subprocess.Popen([str(ge_run_bin), str(g), "--opp-path", str(tmp_path / "opp"), "--output-dir",
-                          str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 30
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert ready.exists(), p.stderr.read() if p.poll() is not None else "not ready"
-        p.send_signal(signal.SIGINT)
-        p.wait(timeout=10)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    assert p.returncode == -signal.SIGINT
+    cmd = [str(ge_run_bin), str(g), "--opp-path", str(tmp_path / "opp"), "--output-dir", str(tmp_path / "out")]
+    assert signal_when_ready(cmd, ready, signal.SIGINT) == -signal.SIGINT
     assert not (tmp_path / "out").exists()
