@@ -11,7 +11,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "registry_common.h"
+#include "paths.h"
 
 namespace ge::registry {
 

@@ -12,10 +12,16 @@
 #include <set>
 #include <sstream>
 
+#include <boost/filesystem.hpp>
+
 #include "client.h"
 #include "ge/log.h"
 #include "ge/text.h"
-#include "registry_common.h"
+#include "cache_write.h"
+#include "ge/plugin/cache.h"
+#include "ge/plugin/discovery.h"
+#include "paths.h"
+#include "refresh.h"
 
 namespace po = boost::program_options;
 namespace stdfs = std::filesystem;
@@ -28,7 +34,7 @@ constexpr const char* kUsage =
     "usage: ge-plugin-ls [--opp-path P] [--json] [--no-daemon] [--socket PATH] [--cache PATH] [--op OP_TYPE]\n"
     "                    [--status S] [--check PATH] [--rescan] [--timeout S] [--allow-insecure] [--log-level L]";
 
-const std::set<std::string> kStatuses = {"ok", "error", "conflict", "crashed", "hung", "exited", "insecure"};
+const std::set<std::string> kStatuses = {"ok", "error", "conflict", "crashed", "hung", "exited", "insecure", "missing"};
 
 bool Has(const json& caps, const char* c) {
   for (const auto& x : caps) {
@@ -112,104 +118,177 @@ json Filter(const json& plugins, const std::string& op, const std::string& statu
   return outp;
 }
 
-// --check: every problem of one plugin with a hint. Returns the exit code.
-int Check(const std::string& path, const std::string& cache_path, const RefreshOptions& ropts,
-          const std::vector<std::string>& entries, bool json_out,
-          std::ostream& out, std::ostream& err) {
-  std::vector<json> problems_found;
-  std::vector<json> disc;
-  std::vector<Found> found = Discover({path}, disc);
-  std::error_code ec;
-  if (found.empty() && stdfs::is_directory(path, ec) && stdfs::is_regular_file(stdfs::path(path) / "__init__.py", ec)) {
-    Found f;
-    f.path = stdfs::canonical(path, ec).string();
-    f.name = stdfs::path(f.path).filename().string();
-    f.root = stdfs::path(f.path).parent_path().string();
-    f.is_package = true;
-    found.push_back(f);
+// The hint for a plugin's load error, from its kind and exception type (never
+// from the message text).
+std::string ErrorHint(const plugin::PluginError& e) {
+  const std::string& exception = e.exception;
+  if (e.kind == "extension") return "set isolation = \"main\" under [tool.ge-plugin] in pyproject.toml";
+  if (e.kind == "metadata") return "fix pyproject.toml ([project] name/version/description, [tool.ge-plugin] isolation)";
+  if (e.kind == "validation") return "make the method signature match the register_op prototype (share/docs/plugin-authors.md)";
+  if (e.kind == "discovery") return "give a .py file or a package folder with __init__.py, named like a Python module";
+  if (exception == "SyntaxError" || exception == "IndentationError" || exception == "TabError") {
+    return "fix the syntax at the given line";
   }
-  json report;
-  std::vector<std::pair<std::string, std::string>> problems;  // (problem, hint)
-  std::vector<std::string> notes;
-  if (found.size() != 1) {
-    report = {{"path", path}, {"status", "error"}};
-    problems.emplace_back(disc.empty() ? path + " is not one plugin" : disc[0].value("error", ""),
-                          "give a .py file or a package folder with __init__.py");
-  } else {
-    const Found& f = found[0];
-    const std::string insecure = ropts.allow_insecure ? "" : InsecureReason(f, ::geteuid());
-    if (!insecure.empty()) {
-      problems.emplace_back(insecure, "make the plugin owned by you or root and not writable by others "
-                                      "(chown, chmod o-w), or pass --allow-insecure");
+  if (exception == "ModuleNotFoundError") return "install the missing module or vendor it inside the package";
+  return "fix the error above; see share/docs/plugin-authors.md";
+}
+
+// --check PATH: one plugin (a .py file or a package folder) is checked as one
+// plugin; an opp folder checks every plugin in it (share/docs/registry.md,
+// "Checking a plugin"). Each problem comes with a hint; conflicts are checked
+// against the registry the admin has (the cache, or the opp path when given).
+// Returns the exit code.
+int Check(const std::string& given, const std::string& cache_path, const RefreshOptions& ropts,
+          const std::vector<std::string>& entries, bool json_out, std::ostream& out, std::ostream& err) {
+  // The path as typed, else as the listing spells it (\xNN for a non-UTF-8 byte).
+  std::string path = given;
+  boost::system::error_code ec;
+  if (!boost::filesystem::exists(boost::filesystem::symlink_status(path, ec))) {
+    if (auto parsed = ParsePathText(given)) path = *parsed;
+  }
+  plugin::DiscoverOptions dopts;
+  dopts.uid = ::geteuid();
+  const bool folder = boost::filesystem::is_directory(path, ec) && !plugin::IsPackageFolder(path);
+  const plugin::Discovery found = folder ? plugin::Discover({path}, dopts) : plugin::DiscoverOne(path, dopts);
+
+  // What the admin's registry holds: the cache (when it is readable), for
+  // op_type conflicts with other plugins.
+  std::map<std::string, plugin::PluginRecord> installed;
+  std::string why;
+  if (auto cache = plugin::LoadCache(cache_path, &why, /*light=*/true)) installed = std::move(cache->records);
+
+  json reports = json::array();
+  std::size_t total_problems = 0;
+  std::ostringstream text;
+  std::vector<std::string> scan_paths;
+  for (const auto& c : found.plugins) {
+    if (c.insecure.empty() || ropts.allow_insecure) scan_paths.push_back(c.path);
+  }
+  RefreshOptions q = ropts;
+  q.scan.allow_insecure = ropts.allow_insecure;
+  const std::vector<plugin::PluginRecord> scanned = ScanPlugins(scan_paths, q.scan);
+  std::vector<plugin::PluginRecord> records = found.problems;
+  std::size_t k = 0;
+  std::map<std::string, const plugin::Candidate*> candidate_of;
+  for (const auto& c : found.plugins) {
+    candidate_of[c.path] = &c;
+    if (!c.insecure.empty() && !ropts.allow_insecure) {
+      records.push_back(plugin::ProblemRecord(c.name, c.path, plugin::PluginStatus::kInsecure, "insecure",
+                                              plugin::InsecureMessage(c.insecure)));
+    } else {
+      records.push_back(scanned[k++]);
     }
-    report = ScanPlugins({f.path}, ropts.scan)[0];
-    const std::string st = report.value("status", "error");
-    const std::string e = report.value("error", "");
-    if (st == "error") {
-      std::string where;
-      if (report.contains("error_file")) where = " [" + report["error_file"].get<std::string>() + ":" +
-                                                 std::to_string(report["error_line"].get<int>()) + "]";
-      std::string hint = "fix the error above; see share/docs/plugin-authors.md";
-      if (e.find("SyntaxError") != std::string::npos) hint = "fix the syntax at the given line";
-      else if (e.find("ModuleNotFoundError") != std::string::npos) hint = "install the missing module or vendor it inside the package";
-      else if (e.find("expected") != std::string::npos) hint = "make the method signature match the register_op prototype (share/docs/plugin-authors.md)";
-      else if (e.find("sub-interpreter") != std::string::npos) hint = "set isolation = \"main\" under [tool.ge-plugin] in pyproject.toml";
-      else if (e.find("pyproject") != std::string::npos) hint = "fix pyproject.toml ([project] name/version/description, [tool.ge-plugin] isolation)";
-      problems.emplace_back(e + where, hint);
-    } else if (st == "crashed" || st == "hung" || st == "exited") {
-      problems.emplace_back(e, st == "hung" ? "do not block or loop at import time; defer work to the callbacks"
-                                            : "do not exit or crash the process at import time (no os._exit, no faulty C extension)");
+  }
+  // Conflicts among the checked plugins themselves (an opp folder), in path order.
+  records = ResolveConflicts(std::move(records));
+  for (const auto& r : records) {
+    std::vector<std::pair<std::string, std::string>> problems;  // (problem, hint)
+    std::vector<std::string> notes;
+    using plugin::PluginStatus;
+    switch (r.status) {
+      case PluginStatus::kOk:
+        break;
+      case PluginStatus::kInsecure:
+        problems.emplace_back(r.error.message, "make the plugin owned by you or root and not writable by others "
+                                               "(chown, chmod o-w), or pass --allow-insecure");
+        break;
+      case PluginStatus::kCrashed:
+      case PluginStatus::kExited:
+        problems.emplace_back(r.error.message,
+                              "do not exit or crash the process at import time (no os._exit, no faulty C extension)");
+        break;
+      case PluginStatus::kHung:
+        problems.emplace_back(r.error.message, "do not block or loop at import time; defer work to the callbacks");
+        break;
+      case PluginStatus::kConflict:
+        problems.emplace_back(r.error.message, r.error.kind == "conflict" && !r.ops.empty()
+                                                   ? "rename the op_type (the first plugin in path order wins)"
+                                                   : "rename the plugin (plugin names are unique over the opp path)");
+        break;
+      default: {
+        std::string where;
+        if (!r.error.file.empty() && r.error.line > 0 && r.error.OneLine() == r.error.message) {
+          where = " [" + r.error.file + ":" + std::to_string(r.error.line) + "]";
+        }
+        problems.emplace_back(r.error.OneLine() + where, ErrorHint(r.error));
+      }
     }
-    if (st == "ok" && report.value("ops", json::array()).empty()) {
-      problems.emplace_back(f.path + " registers no op", "decorate a prototype with @register_op and a class with @register_op_impl");
+    if (r.ok() && r.ops.empty()) {
+      problems.emplace_back(r.path + " registers no op",
+                            "decorate a prototype with @register_op and a class with @register_op_impl");
     }
-    if (st == "ok" && !entries.empty()) {
-      // Conflicts with what is installed (other plugins of the opp path).
-      RefreshOptions q = ropts;
-      q.scan.quiet_children = true;
-      std::map<std::string, json> records;
-      std::string why;
-      if (auto cache = LoadCache(cache_path, &why)) records = CacheRecords(*cache);
-      for (const auto& r : records) {
-        if (r.first == f.path || r.second.value("status", "") != "ok") continue;
-        for (const auto& op : r.second.value("ops", json::array())) {
-          for (const auto& mine : report.value("ops", json::array())) {
-            if (op.value("op_type", "") == mine.value("op_type", "")) {
-              problems.emplace_back("op_type '" + mine.value("op_type", "") + "' is also defined by " + r.first,
+    if (r.ok()) {
+      // Conflicts with what is installed: other plugins of the registry.
+      for (const auto& [other_path, other] : installed) {
+        if (other_path == r.path || !other.ok()) continue;
+        for (const auto& op : other.ops) {
+          for (const auto& mine : r.ops) {
+            if (op.op_type == mine.op_type) {
+              problems.emplace_back("op_type '" + mine.op_type + "' is also defined by " + other_path,
                                     "rename the op_type (the first plugin in path order wins)");
             }
           }
         }
       }
     }
-    if (report.value("version", "").empty()) notes.push_back("no version: set [project] version in pyproject.toml or __version__");
-    if (report.value("description", "").empty()) notes.push_back("no description: add a module docstring or [project] description");
+    if (candidate_of.count(r.path)) {
+      if (r.version.empty()) notes.push_back("no version: set [project] version in pyproject.toml or __version__");
+      if (r.description.empty()) notes.push_back("no description: add a module docstring or [project] description");
+    }
+    total_problems += problems.size();
+    if (json_out) {
+      json pj = json::array();
+      for (const auto& [p, h] : problems) pj.push_back({{"problem", Utf8Text(p)}, {"hint", h}});
+      reports.push_back({{"path", PathText(r.path)}, {"plugin", plugin::ToJson(r)}, {"problems", pj},
+                         {"notes", notes}, {"ok", problems.empty()}});
+      continue;
+    }
+    text << "checking " << Printable(PathText(r.path)) << ": "
+         << (problems.empty() ? std::string("ok") : std::to_string(problems.size()) + " problem(s)") << " (status "
+         << plugin::StatusName(r.status) << ")\n";
+    for (const auto& op : r.ops) {
+      text << "  op " << Printable(op.op_type);
+      if (op.prototype.is_object() && op.prototype.contains("signature") && op.prototype["signature"].is_string()) {
+        text << "  " << Printable(op.prototype["signature"].get<std::string>());
+      }
+      text << "  [";
+      bool first = true;
+      for (const auto& cap : op.capabilities) text << (first ? "" : ", ") << cap, first = false;
+      text << "]\n";
+    }
+    for (const auto& [p, h] : problems) text << "problem: " << Printable(p) << "\n  hint: " << h << "\n";
+    if (!r.error.traceback.empty() && !problems.empty()) {
+      text << TerminalSafe(Abbreviate(r.error.traceback, kMaxDetailsChars), /*keep_newlines=*/true) << "\n";
+    }
+    for (const auto& n : notes) text << "note: " << n << "\n";
+  }
+  if (records.empty()) {
+    total_problems = 1;
+    if (json_out) {
+      reports.push_back({{"path", PathText(path)}, {"plugin", nullptr},
+                         {"problems", json::array({{{"problem", "no plugin in " + Utf8Text(path)},
+                                                    {"hint", "give a .py file, a package folder or an opp folder"}}})},
+                         {"notes", json::array()}, {"ok", false}});
+    } else {
+      text << "checking " << Printable(PathText(path)) << ": no plugin found\n"
+           << "problem: no plugin in " << Printable(PathText(path))
+           << "\n  hint: give a .py file, a package folder or an opp folder\n";
+    }
   }
   if (json_out) {
-    json pj = json::array();
-    for (const auto& [p, h] : problems) pj.push_back({{"problem", p}, {"hint", h}});
-    out << json({{"path", path}, {"plugin", report}, {"problems", pj}, {"notes", notes}, {"ok", problems.empty()}})
-               .dump(-1, ' ', false, json::error_handler_t::replace)
-        << "\n";
+    // One plugin: the object of that plugin (with "plugins" too); a folder: all.
+    json j = reports.size() == 1 ? reports[0] : json::object();
+    j["path"] = PathText(path);
+    j["plugins"] = reports;
+    j["ok"] = total_problems == 0;
+    out << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   } else {
-    out << "checking " << Printable(path) << ": " << report.value("status", "error") << "\n";
-    for (const auto& op : report.value("ops", json::array())) {
-      out << "  op " << Printable(op.value("op_type", ""));
-      if (op.contains("prototype")) out << "  " << Printable(op["prototype"].value("signature", ""));
-      out << "  [";
-      bool first = true;
-      for (const auto& c : op.value("capabilities", json::array())) out << (first ? "" : ", ") << c.get<std::string>(), first = false;
-      out << "]\n";
-    }
-    for (const auto& [p, h] : problems) out << "problem: " << Printable(p) << "\n  hint: " << h << "\n";
-    if (report.contains("details") && !problems.empty()) {
-      out << TerminalSafe(Abbreviate(report["details"].get<std::string>(), kMaxDetailsChars), /*keep_newlines=*/true)
-          << "\n";
-    }
-    for (const auto& n : notes) out << "note: " << n << "\n";
-    out << (problems.empty() ? "no problems found\n" : std::to_string(problems.size()) + " problem(s) found\n");
+    out << text.str();
+    out << (total_problems == 0 ? "no problems found\n" : std::to_string(total_problems) + " problem(s) found\n");
   }
-  return problems.empty() ? 0 : 1;
+  (void)entries;
+  (void)err;
+  return total_problems == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -220,7 +299,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
                 bool err_is_tty) {
   std::string opp_path, socket_path, cache_path, op, status, check, log_level;
   bool json_out = false, no_daemon = false, rescan = false, allow_insecure = false;
-  double timeout_s = 10.0;
+  double timeout_s = kDefaultScanTimeoutS;
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")(
       "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
@@ -229,8 +308,9 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       "socket", po::value<std::string>(&socket_path), "the daemon's socket (default as ge-plugin-registryd)")(
       "cache", po::value<std::string>(&cache_path), "the cache file (default as ge-plugin-registryd)")(
       "op", po::value<std::string>(&op), "only plugins providing OP_TYPE")(
-      "status", po::value<std::string>(&status), "only plugins with this status (ok, error, conflict, crashed, hung, exited, insecure)")(
-      "check", po::value<std::string>(&check), "validate one plugin (a .py file or package folder); exit 1 on problems")(
+      "status", po::value<std::string>(&status), "only plugins with this status (ok, error, conflict, crashed, hung, exited, insecure, missing)")(
+      "check", po::value<std::string>(&check),
+      "validate a plugin (a .py file or package folder) or every plugin of an opp folder; exit 1 on problems")(
       "rescan", po::bool_switch(&rescan), "rescan every plugin first")(
       "timeout", po::value<double>(&timeout_s), "seconds a plugin may take to load when scanning here (default 10)")(
       "allow-insecure", po::bool_switch(&allow_insecure), "scan plugins writable by others / owned by another user")(
@@ -248,7 +328,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       return 0;
     }
     if (!status.empty() && !kStatuses.count(status)) {
-      err << "ge-plugin-ls: unknown --status '" << status << "' (ok, error, conflict, crashed, hung, exited, insecure)\n";
+      err << "ge-plugin-ls: unknown --status '" << status << "' (ok, error, conflict, crashed, hung, exited, insecure, missing)\n";
       return 2;
     }
     if (!(timeout_s > 0)) {
@@ -270,6 +350,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
   RefreshOptions ropts;
   ropts.allow_insecure = allow_insecure;
   ropts.scan.timeout_s = timeout_s;
+  ropts.scan.allow_insecure = allow_insecure;
   ropts.scan.log_level = log_level.empty() ? (std::getenv("GE_LOG_LEVEL") ? "" : "error") : log_level;
   ropts.scan.quiet_children = log_level.empty() && !std::getenv("GE_LOG_LEVEL");
   const std::vector<std::string> entries = OppEntries(opp_path);
@@ -297,7 +378,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       }
       if (auto line = c.RequestRaw(R"({"cmd":"list"})", &why, 60000)) {
         json j = json::parse(*line, nullptr, false);
-        const bool same_path = opp_path.empty() || (j.is_object() && j.value("opp_path", json::array()) == json(entries));
+        const bool same_path = opp_path.empty() || (j.is_object() && j.value("opp_path", json::array()) == PathsJson(entries));
         if (j.is_object() && j.value("ok", false) && same_path) {
           plugins = std::move(j["plugins"]);
           source = "daemon";
@@ -313,18 +394,18 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       return 2;
     }
     const std::string cpath = cache_path.empty() ? DefaultCachePath() : cache_path;
-    std::map<std::string, json> records;
+    std::map<std::string, plugin::PluginRecord> records;
     std::string why;
     bool light = false;
     if (!rescan) {
       // Fast path: a light read (no prototypes) is enough when nothing changed.
-      if (auto cache = LoadCache(cpath, &why, true)) {
-        if (cache->value("opp_path", json::array()) == json(entries)) records = CacheRecords(std::move(*cache)), light = true;
+      if (auto cache = plugin::LoadCache(cpath, &why, true)) {
+        if (cache->opp_path == entries) records = std::move(cache->records), light = true;
       } else if (stdfs::exists(cpath)) {
         Logger("ge-plugin-ls")->warn("{}; scanning", why);
       }
     }
-    std::vector<json> ordered;
+    std::vector<plugin::PluginRecord> ordered;
     RefreshStats stats;
     bool done = false;
     // Fastest path: the listing index is fresh, and --json without filters
@@ -344,7 +425,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
         // Something to scan: use the full records so that the cache written
         // back keeps every plugin's detail.
         records.clear();
-        if (auto cache = LoadCache(cpath, &why)) records = CacheRecords(std::move(*cache));
+        if (auto cache = plugin::LoadCache(cpath, &why)) records = std::move(cache->records);
       }
     }
     bool progress_shown = false;
@@ -364,7 +445,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       if (!SaveCache(cpath, entries, records, &w)) err << "ge-plugin-ls: warning: " << Printable(w) << "\n";
     }
     plugins = json::array();
-    for (const auto& r : ordered) plugins.push_back(Summary(r));
+    for (const auto& r : ordered) plugins.push_back(plugin::ToJson(r, /*with_detail=*/false));
     std::string w;
     if (!SaveListIndex(cpath, entries, ordered, &w) && !w.empty()) Logger("ge-plugin-ls")->info("{}", w);
   }

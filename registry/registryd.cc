@@ -24,7 +24,10 @@
 #include <thread>
 
 #include "ge/log.h"
-#include "registry_common.h"
+#include "cache_write.h"
+#include "ge/plugin/cache.h"
+#include "paths.h"
+#include "refresh.h"
 #include "ge/text.h"
 
 namespace asio = boost::asio;
@@ -88,7 +91,7 @@ class State {
   // Pre-serialized replies: `list` costs one write, whatever the size.
   struct Snapshot {
     std::string list_line;
-    std::map<std::string, json> by_path;  // effective records (conflicts resolved)
+    std::map<std::string, plugin::PluginRecord> by_path;  // effective records (conflicts resolved)
     std::vector<std::string> order;       // paths in path order
     std::map<std::string, int> counts;
     uint64_t generation = 0;
@@ -142,8 +145,8 @@ class Daemon {
   // Loads the cache, scans, binds. Returns false (with `why`) on fatal errors.
   bool Start(std::string* why) {
     std::string reason;
-    if (auto cache = LoadCache(cache_path_, &reason)) {
-      records_ = CacheRecords(*cache);
+    if (auto cache = plugin::LoadCache(cache_path_, &reason)) {
+      records_ = std::move(cache->records);
       log_->info("loaded {} cached record(s) from {}", records_.size(), cache_path_);
     } else if (stdfs::exists(cache_path_)) {
       log_->warn("{}; rebuilding it", reason);
@@ -185,20 +188,20 @@ class Daemon {
   json RunTask(const Task& t) {
     const auto t0 = std::chrono::steady_clock::now();
     RefreshStats stats;
-    std::vector<json> ordered = Refresh(entries_, records_, ropts_, &stats, t.force, t.paths);
+    std::vector<plugin::PluginRecord> ordered = Refresh(entries_, records_, ropts_, &stats, t.force, t.paths);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     auto snap = std::make_shared<State::Snapshot>();
     json plugins = json::array();
     for (auto& r : ordered) {
-      plugins.push_back(Summary(r));
-      snap->counts[r.value("status", "error")]++;
-      const std::string p = r.value("path", "");
+      plugins.push_back(plugin::ToJson(r, /*with_detail=*/false));
+      snap->counts[std::string(plugin::StatusName(r.status))]++;
+      const std::string p = r.path;
       snap->order.push_back(p);
       snap->by_path[p] = std::move(r);
     }
     snap->generation = ++generation_;
     snap->last_scan_ms = ms;
-    json list = {{"ok", true}, {"source", "daemon"}, {"generation", snap->generation}, {"opp_path", entries_},
+    json list = {{"ok", true}, {"source", "daemon"}, {"generation", snap->generation}, {"opp_path", PathsJson(entries_)},
                  {"plugins", std::move(plugins)}};
     snap->list_line = list.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     state.Set(snap);
@@ -206,7 +209,7 @@ class Daemon {
       std::string why;
       if (SaveCache(cache_path_, entries_, records_, &why)) {
         cache_written_ = true;
-        std::vector<json> listed;
+        std::vector<plugin::PluginRecord> listed;
         for (const auto& p : snap->order) listed.push_back(snap->by_path.at(p));
         if (!SaveListIndex(cache_path_, entries_, listed, &why)) log_->info("listing index: {}", why);
         SetCacheError("");
@@ -531,16 +534,19 @@ class Daemon {
         return;
       }
       const std::string want = req[key].get<std::string>();
+      // A path is given in the spelling the listing shows (PathText: a
+      // non-UTF-8 byte as \xNN); the literal text is tried too.
+      const std::optional<std::string> want_path = key == "path" ? ParsePathText(want) : std::nullopt;
       for (const auto& p : snap->order) {
-        const json& r = snap->by_path.at(p);
+        const plugin::PluginRecord& r = snap->by_path.at(p);
         bool match = false;
-        if (key == "path") match = r.value("path", "") == want;
-        if (key == "name") match = r.value("name", "") == want || r.value("module", "") == want;
+        if (key == "path") match = r.path == want || (want_path && r.path == *want_path);
+        if (key == "name") match = r.name == want;
         if (key == "op_type") {
-          for (const auto& op : r.value("ops", json::array())) match = match || op.value("op_type", "") == want;
+          for (const auto& op : r.ops) match = match || op.op_type == want;
         }
         if (match) {
-          Reply(c, {{"ok", true}, {"plugin", r}});
+          Reply(c, {{"ok", true}, {"plugin", plugin::ToJson(r, /*with_detail=*/true)}});
           return;
         }
       }
@@ -555,7 +561,7 @@ class Daemon {
                 {"counts", snap->counts},
                 {"generation", snap->generation},
                 {"last_scan_ms", snap->last_scan_ms},
-                {"opp_path", entries_},
+                {"opp_path", PathsJson(entries_)},
                 {"socket", socket_path_},
                 {"cache", cache_path_},
                 {"cache_error", CacheError().empty() ? json(nullptr) : json(CacheError())},
@@ -578,7 +584,10 @@ class Daemon {
           Reply(c, {{"ok", false}, {"error", "malformed request: \"path\" must be a string"}});
           return;
         }
-        const std::string want = req["path"].get<std::string>();
+        std::string want = req["path"].get<std::string>();
+        if (!snap->by_path.count(want)) {
+          if (auto parsed = ParsePathText(want); parsed && snap->by_path.count(*parsed)) want = *parsed;
+        }
         if (!snap->by_path.count(want)) {
           Reply(c, {{"ok", false}, {"error", "no plugin with path '" + Printable(Abbreviate(want)) + "' in this registry"}});
           return;
@@ -633,7 +642,7 @@ class Daemon {
   asio::signal_set signals_;
   std::shared_ptr<spdlog::logger> log_;
   std::chrono::steady_clock::time_point start_;
-  std::map<std::string, json> records_;  // worker thread only (after Start)
+  std::map<std::string, plugin::PluginRecord> records_;  // worker thread only (after Start)
   uint64_t generation_ = 0;
   bool cache_written_ = false;
   std::map<int, std::string> watched_;  // io thread only
@@ -653,7 +662,7 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
   std::string opp_path, socket_path, cache_path, log_level, socket_group;
   bool foreground = false, allow_insecure = false, vm_socket_given = false;
   ServeLimits limits;
-  double timeout_s = 10.0;
+  double timeout_s = kDefaultScanTimeoutS;
   int jobs = 2;
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")(

@@ -1,8 +1,9 @@
 // ge-plugin-scan: the out-of-process scanner child (internal tool).
 //
-// Reads plugin paths (one per line) on stdin, loads each with a fresh
-// ge::host::PluginHost in its declared isolation and streams, per plugin, a
-// line {"begin": PATH} before loading it and one JSON result line after. The
+// Reads plugin paths (each ending with a NUL byte) on stdin, loads each with
+// a fresh ge::host::PluginHost in its declared isolation and streams, per
+// plugin, a line {"begin": PATH} before loading it and its record
+// (ge::plugin::ToJson) after; paths in the PathText spelling (scan.h). The
 // parent (ge-plugin-registryd / ge-plugin-ls) enforces the time limit and turns
 // a crash, hang or early exit into a verdict for the plugin being scanned.
 // Results go to a private duplicate of stdout; fd 1 is pointed at stderr so
@@ -27,7 +28,8 @@
 #include "ge/log.h"
 #include "ge/op/op_registry.h"
 #include "ge/runtime/types.h"
-#include "registry_common.h"
+#include "ge/plugin/record.h"
+#include "ge/text.h"
 
 using nlohmann::json;
 
@@ -66,17 +68,6 @@ json SchemaJson(const ge::OpSchema& s) {
     attrs.push_back(j);
   }
   return {{"inputs", in}, {"outputs", out}, {"attrs", attrs}, {"signature", s.ToString()}};
-}
-
-// "eager_execute,infer_meta" -> ["eager_execute", "infer_meta"]
-json SplitCaps(const std::string& s) {
-  json a = json::array();
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) a.push_back(item);
-  }
-  return a;
 }
 
 // Version and description from the module source when pyproject.toml gives
@@ -155,18 +146,19 @@ int main(int argc, char** argv) {
   FILE* res = ::fdopen(res_fd, "w");
   if (res == nullptr) return 3;
   std::string log_level = "error";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) == "--log-level") log_level = argv[i + 1];
+  bool allow_insecure = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--log-level" && i + 1 < argc) log_level = argv[i + 1];
+    if (std::string(argv[i]) == "--allow-insecure") allow_insecure = true;
   }
   if (auto lvl = ge::ParseLogLevel(log_level)) ge::SetLogLevel(*lvl);
 
   std::vector<std::string> paths;
-  // Each path is reported as the parent spelled it but loaded as an absolute
-  // path fixed before any plugin runs: a plugin calling os.chdir must not change
-  // which file the next path names.
+  // Each path is loaded as an absolute path fixed before any plugin runs: a
+  // plugin calling os.chdir must not change which file the next path names.
   const boost::filesystem::path start_dir = boost::filesystem::current_path();
   auto absolute = [&](const std::string& p) { return boost::filesystem::absolute(p, start_dir).string(); };
-  for (std::string line; std::getline(std::cin, line);) {
+  for (std::string line; std::getline(std::cin, line, '\0');) {
     if (!line.empty()) paths.push_back(line);
   }
   // Main-interpreter plugins first (numpy must be loaded by the main
@@ -181,49 +173,31 @@ int main(int argc, char** argv) {
 
   // Each plugin gets its own host and registry: conflicts are resolved by the
   // parent, in path order, over every plugin (also across scanner children).
-  struct Kept {
-    std::unique_ptr<ge::OpRegistry> registry;
-    std::unique_ptr<ge::host::PluginHost> host;
-  };
   for (const auto& path : paths) {
-    emit({{"begin", path}});
-    json r;
-    r["path"] = path;
+    emit({{"begin", ge::PathText(path)}});
+    ge::plugin::PluginRecord r;
     try {
-      Kept k;
-      k.registry = std::make_unique<ge::OpRegistry>();
+      auto registry = std::make_unique<ge::OpRegistry>();
       ge::host::HostOptions opts;
       opts.use_env_opp_path = false;
-      k.host = std::make_unique<ge::host::PluginHost>(opts, *k.registry);
-      const std::string abs_path = absolute(path);
-      const ge::host::PluginReport rep = k.host->LoadPlugin(abs_path);
-      const bool is_package = ge::registry::IsDirectory(abs_path);
-      std::string version = rep.version, description = rep.description;
-      SourceMetadata(abs_path, is_package, version, description);
-      r["name"] = rep.name;
-      r["version"] = version;
-      r["description"] = description;
-      r["isolation"] = rep.isolation.empty() ? "subinterpreter" : rep.isolation;
-      r["status"] = rep.status == "ok" ? "ok" : "error";
-      r["error"] = rep.error;
-      if (!rep.details.empty()) r["details"] = rep.details;
-      ge::registry::ErrorLocation(rep.error, rep.details, path, r);
-      json ops = json::array();
-      for (const auto& [op_type, caps] : rep.capabilities) {
-        json op = {{"op_type", op_type}, {"capabilities", SplitCaps(caps)}, {"validation", "ok"}};
-        if (auto reg = k.registry->Find(op_type)) op["prototype"] = SchemaJson(*reg->schema);
-        ops.push_back(op);
+      opts.allow_insecure = allow_insecure;
+      auto host = std::make_unique<ge::host::PluginHost>(opts, *registry);
+      r = host->LoadPlugin(absolute(path));
+      if (r.isolation.empty()) r.isolation = "subinterpreter";
+      SourceMetadata(r.path, boost::filesystem::is_directory(r.path), r.version, r.description);
+      for (auto& op : r.ops) {
+        if (auto reg = registry->Find(op.op_type)) op.prototype = SchemaJson(*reg->schema);
       }
-      r["ops"] = ops;
       // Unloading ends the sub-interpreter (cheap, and memory stays flat) and
       // makes a main-interpreter plugin forget its modules before the next.
-      k.host.reset();
+      host.reset();
     } catch (const std::exception& e) {
-      r["status"] = "error";
-      r["error"] = std::string("scanner: ") + e.what();
-      r["ops"] = json::array();
+      r.status = ge::plugin::PluginStatus::kError;
+      r.error.kind = "scan";
+      r.error.message = std::string("scanner: ") + e.what();
     }
-    emit(r);
+    r.path = path;  // answered as asked
+    emit(ge::plugin::ToJson(r, /*with_detail=*/true));
   }
   std::fflush(res);
   std::fflush(stderr);

@@ -69,6 +69,20 @@ void RaiseRuntimeError(const std::string& msg) { Raise(PyExc_RuntimeError, msg);
 void RaiseIndexError(const std::string& msg) { Raise(PyExc_IndexError, msg); }
 void RaiseKeyError(const std::string& msg) { Raise(PyExc_KeyError, msg); }
 
+std::string FsPath(PyObject* obj) {
+  if (obj == nullptr || !PyUnicode_Check(obj)) return SafeStr(obj);
+  Ref bytes(PyUnicode_EncodeFSDefault(obj));
+  if (!bytes) {
+    PyErr_Clear();
+    return SafeStr(obj);
+  }
+  return std::string(PyBytes_AS_STRING(bytes.get()), static_cast<std::size_t>(PyBytes_GET_SIZE(bytes.get())));
+}
+
+PyObject* FsPathObject(const std::string& path) {
+  return PyUnicode_DecodeFSDefaultAndSize(path.data(), static_cast<Py_ssize_t>(path.size()));
+}
+
 std::string SafeStr(PyObject* obj) {
   if (obj == nullptr) return "<null>";
   Ref s(PyObject_Str(obj));
@@ -126,7 +140,9 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
     Ref lineno(PyObject_GetAttrString(value.get(), "lineno"));
     PyErr_Clear();
     if (fname && fname.get() != Py_None && lineno && PyLong_Check(lineno.get())) {
-      info.location = SafeStr(fname.get()) + ":" + std::to_string(PyLong_AsLong(lineno.get()));
+      info.location_file = FsPath(fname.get());
+      info.location_line = static_cast<int>(PyLong_AsLong(lineno.get()));
+      info.location = SafeStr(fname.get()) + ":" + std::to_string(info.location_line);
     }
   }
   // The innermost frame of the plugin (a frame in `file`, or under it for a
@@ -138,6 +154,8 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
   if (info.location.empty() && tb) {
     const std::string ge_dir = GePackageDir();
     std::string innermost, in_plugin;
+    std::string innermost_file, in_plugin_file;
+    int innermost_line = 0, in_plugin_line = 0;
     for (auto* t = reinterpret_cast<PyTracebackObject*>(tb.get()); t != nullptr; t = t->tb_next) {
       PyCodeObject* code = PyFrame_GetCode(t->tb_frame);
       if (code == nullptr) continue;
@@ -149,10 +167,20 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
       const std::string here = name + ":" + std::to_string(t->tb_lineno);
       const bool ours = !file.empty() && name.compare(0, file.size(), file) == 0 &&
                         (name.size() == file.size() || name[file.size()] == '/');
-      if (ours) in_plugin = here;
-      if (ge_dir.empty() || name.compare(0, ge_dir.size(), ge_dir) != 0) innermost = here;
+      if (ours) in_plugin = here, in_plugin_file = FsPath(filename.get()), in_plugin_line = t->tb_lineno;
+      if (ge_dir.empty() || name.compare(0, ge_dir.size(), ge_dir) != 0) {
+        innermost = here, innermost_file = FsPath(filename.get()), innermost_line = t->tb_lineno;
+      }
     }
-    info.location = in_plugin.empty() ? innermost : in_plugin;
+    const bool plugin_frame = !in_plugin.empty();
+    info.location = plugin_frame ? in_plugin : innermost;
+    info.location_file = plugin_frame ? in_plugin_file : innermost_file;
+    info.location_line = plugin_frame ? in_plugin_line : innermost_line;
+  }
+  if (value) {
+    Ref kind(PyObject_GetAttrString(value.get(), "__ge_kind__"));
+    if (kind && PyUnicode_Check(kind.get())) info.kind = SafeStr(kind.get());
+    PyErr_Clear();
   }
   // Formatted traceback through the interpreter's own traceback module; if that
   // fails (a broken interpreter), keep what we have.

@@ -39,6 +39,14 @@ PyObject* IndexObject(PyObject* obj);
 ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, const std::string& call_site,
                            const std::string& fallback_message = "unknown Python error");
 
+// A path (str) as the bytes it names: os.fsencode (UTF-8 with
+// surrogateescape), so a non-UTF-8 file name comes back byte for byte. Not a
+// str: SafeStr. GIL held.
+std::string FsPath(PyObject* obj);
+// The str Python uses for the path `path` (os.fsdecode): a new reference, or
+// null with a Python error set. GIL held.
+PyObject* FsPathObject(const std::string& path);
+
 // str(obj) as UTF-8 that never throws (backslash-escapes what cannot be
 // encoded; "<unprintable T object>" when str() itself raises). GIL held.
 std::string SafeStr(PyObject* obj);

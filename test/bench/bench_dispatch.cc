@@ -162,7 +162,7 @@ void BM_SubinterpreterPlugin(benchmark::State& state) {
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rss_kib = static_cast<double>(RssKiB() - rss0);
     for (const auto& r : reports) {
-      if (r.status != "ok") state.SkipWithError(("plugin failed: " + r.error).c_str());
+      if (!r.ok()) state.SkipWithError(("plugin failed: " + r.error.OneLine()).c_str());
     }
   }
   fs::remove_all(dir);

@@ -473,7 +473,7 @@ HostOptions Opts(std::vector<std::string> paths) { return ge_test::HostTestOptio
 
 std::string Describe(const std::vector<PluginReport>& reports) {
   std::ostringstream os;
-  for (const auto& r : reports) os << "\n  " << r.name << " [" << r.status << "] " << r.path << ": " << r.error;
+  for (const auto& r : reports) os << "\n  " << r.name << " [" << r.status << "] " << r.path << ": " << r.error.OneLine();
   return os.str();
 }
 
@@ -487,7 +487,7 @@ struct HostFixture {
     const auto& reports = host->LoadAll();
     for (const std::string name : {"compile_keep", "compile_fails", "compile_swap"}) {
       auto it = std::find_if(reports.begin(), reports.end(), [&](const PluginReport& r) { return r.name == name; });
-      BOOST_REQUIRE_MESSAGE(it != reports.end() && it->status == "ok", name << Describe(reports));
+      BOOST_REQUIRE_MESSAGE(it != reports.end() && it->ok(), name << Describe(reports));
     }
   }
 };
@@ -550,9 +550,10 @@ BOOST_FIXTURE_TEST_CASE(legacy_compile_signature_fails_at_load, HostFixture) {
   const auto& reports = host->Reports();
   auto it = std::find_if(reports.begin(), reports.end(), [](const PluginReport& r) { return r.name == "compile_bad_sig"; });
   BOOST_REQUIRE_MESSAGE(it != reports.end(), Describe(reports));
-  BOOST_CHECK_EQUAL(it->status, "error");
+  BOOST_CHECK_EQUAL(it->status, ge::plugin::PluginStatus::kError);
+  BOOST_CHECK_EQUAL(it->error.kind, "validation");
   for (const std::string part : {"CmpBadSig", "compile", "expected 2 positional", "actual"}) {
-    BOOST_CHECK_MESSAGE(Contains(it->error, part), "lacks '" << part << "': " << it->error);
+    BOOST_CHECK_MESSAGE(Contains(it->error.message, part), "lacks '" << part << "': " << it->error.message);
   }
 }
 

@@ -65,7 +65,7 @@ const PluginReport* FindReport(const std::vector<PluginReport>& reports, const s
 
 std::string Describe(const std::vector<PluginReport>& reports) {
   std::ostringstream os;
-  for (const auto& r : reports) os << "\n  " << r.name << " [" << r.status << "] " << r.path << ": " << r.error;
+  for (const auto& r : reports) os << "\n  " << r.name << " [" << r.status << "] " << r.path << ": " << r.error.OneLine();
   return os.str();
 }
 
@@ -73,8 +73,9 @@ std::string Describe(const std::vector<PluginReport>& reports) {
 const PluginReport& Expect(const std::vector<PluginReport>& reports, const std::string& name, const std::string& status) {
   const PluginReport* r = FindReport(reports, name);
   BOOST_REQUIRE_MESSAGE(r != nullptr, "no report for " << name << Describe(reports));
-  BOOST_CHECK_MESSAGE(r->status == status, name << ": status " << r->status << ", expected " << status << ": " << r->error
-                                                 << "\n" << r->details);
+  BOOST_CHECK_MESSAGE(ge::plugin::StatusName(r->status) == status, name << ": status " << r->status << ", expected "
+                                                                        << status << ": " << r->error.OneLine() << "\n"
+                                                                        << r->error.traceback);
   return *r;
 }
 
@@ -159,10 +160,11 @@ void CheckGoodStillLoads(const Loaded& l) {
 const PluginReport& ExpectLoadFailure(const Loaded& l, const std::string& name, const std::string& file,
                                       const std::vector<std::string>& fragments, const std::string& status = "error") {
   const PluginReport& r = Expect(l.reports, name, status);
-  BOOST_CHECK_MESSAGE(Contains(r.error, file), name << ": error does not name " << file << ": " << r.error);
-  for (const auto& f : fragments) BOOST_CHECK_MESSAGE(Contains(r.error, f), name << ": error lacks '" << f << "': " << r.error);
-  BOOST_CHECK(r.op_types.empty());
-  BOOST_CHECK(ValidUtf8(r.error));
+  const std::string error = r.error.OneLine();
+  BOOST_CHECK_MESSAGE(Contains(error, file), name << ": error does not name " << file << ": " << error);
+  for (const auto& f : fragments) BOOST_CHECK_MESSAGE(Contains(error, f), name << ": error lacks '" << f << "': " << error);
+  BOOST_CHECK(r.ops.empty());
+  BOOST_CHECK(ValidUtf8(error));
   return r;
 }
 
@@ -253,22 +255,22 @@ BOOST_AUTO_TEST_CASE(samples_load_report_and_run) {
   const PluginReport& gelu = Expect(reports, "gelu", "ok");
   BOOST_CHECK_EQUAL(gelu.isolation, "subinterpreter");
   BOOST_CHECK_EQUAL(gelu.path, Canon(kSource + "/plugins/samples/gelu.py"));
-  BOOST_CHECK((gelu.op_types == std::vector<std::string>{"GeluCustom"}));
-  BOOST_REQUIRE_EQUAL(gelu.capabilities.size(), 1u);
-  BOOST_CHECK_EQUAL(gelu.capabilities[0].first, "GeluCustom");
-  BOOST_CHECK_EQUAL(gelu.capabilities[0].second, "eager_execute,infer_meta");
+  BOOST_CHECK((gelu.OpTypes() == std::vector<std::string>{"GeluCustom"}));
+  BOOST_REQUIRE_EQUAL(gelu.ops.size(), 1u);
+  BOOST_CHECK_EQUAL(gelu.ops[0].op_type, "GeluCustom");
+  BOOST_CHECK((gelu.ops[0].capabilities == std::vector<std::string>{"eager_execute", "infer_meta"}));
   BOOST_CHECK(gelu.error.empty());
 
   const PluginReport& rms = Expect(reports, "rms_norm", "ok");
   BOOST_CHECK_EQUAL(rms.isolation, "subinterpreter");
   BOOST_CHECK_EQUAL(rms.version, "1.0.0");
   BOOST_CHECK(!rms.description.empty());
-  BOOST_CHECK((rms.op_types == std::vector<std::string>{"RmsNormCustom"}));
+  BOOST_CHECK((rms.OpTypes() == std::vector<std::string>{"RmsNormCustom"}));
 
   const PluginReport& att = Expect(reports, "attention_np", "ok");
   BOOST_CHECK_EQUAL(att.isolation, "main");
   for (const char* op : {"MatMulCustom", "SoftmaxCustom", "ConcatCustom"}) {
-    BOOST_CHECK_MESSAGE(std::find(att.op_types.begin(), att.op_types.end(), op) != att.op_types.end(), op);
+    BOOST_CHECK_MESSAGE(ge_test::HasOp(att, op), op);
   }
 
   // Python ops are registry peers of C++ ops.
@@ -374,8 +376,8 @@ BOOST_AUTO_TEST_CASE(teardown_ends_interpreters_and_reload_works) {
     const auto& second = host.LoadAll();
     BOOST_REQUIRE_EQUAL(second.size(), first.size());
     for (const auto& r1 : first) {
-      const PluginReport& r2 = Expect(second, r1.name, r1.status);
-      BOOST_CHECK_MESSAGE(r2.op_types == r1.op_types, r1.name << ": op_types differ on reload");
+      const PluginReport& r2 = Expect(second, r1.name, std::string(ge::plugin::StatusName(r1.status)));
+      BOOST_CHECK_MESSAGE(r2.OpTypes() == r1.OpTypes(), r1.name << ": op_types differ on reload");
     }
     ExecFloats(reg, "HostAtExit", {1});  // a fresh interpreter: its counter restarts
     RunSamplesGraph(reg);
@@ -448,9 +450,10 @@ BOOST_AUTO_TEST_CASE(invalid_execute_signature) {
   // The message ends with where the method is defined; no frame of the host's
   // own ge package (the validator) is named as the location.
   const std::string site = "(at " + file + ":12)";
-  BOOST_CHECK_MESSAGE(r.error.size() >= site.size() && r.error.compare(r.error.size() - site.size(), site.size(), site) == 0,
-                      "error does not end with " << site << ": " << r.error);
-  BOOST_CHECK_MESSAGE(!Contains(r.error, "_validate.py"), "error names the validator: " << r.error);
+  const std::string error = r.error.OneLine();
+  BOOST_CHECK_MESSAGE(error.size() >= site.size() && error.compare(error.size() - site.size(), site.size(), site) == 0,
+                      "error does not end with " << site << ": " << error);
+  BOOST_CHECK_MESSAGE(!Contains(error, "_validate.py"), "error names the validator: " << error);
   BOOST_CHECK(!l.registry.Find("HostBadSig"));  // all or nothing
   CheckGoodStillLoads(l);
 }
@@ -487,7 +490,7 @@ BOOST_AUTO_TEST_CASE(path_order_wins_over_main_isolation_load_order) {
     Expect(l.reports, "a_first", "ok");
     const PluginReport& r = Expect(l.reports, "c_main_later", "conflict");
     BOOST_CHECK_EQUAL(r.isolation, "main");
-    BOOST_CHECK_MESSAGE(Contains(r.error, a) && Contains(r.error, c), r.error);
+    BOOST_CHECK_MESSAGE(Contains(r.error.message, a) && Contains(r.error.message, c), r.error.message);
     BOOST_CHECK((ExecFloats(l.registry, "HostConflict", {0}) == std::vector<float>{1}));
   }
   {
@@ -523,7 +526,7 @@ BOOST_AUTO_TEST_CASE(missing_opp_path_entry) {
   const std::string missing = "/nonexistent/ge_missing_entry";
   Loaded l({missing, Case("good")});
   const PluginReport& r = Expect(l.reports, "ge_missing_entry", "missing");
-  BOOST_CHECK_MESSAGE(Contains(r.error, missing), r.error);
+  BOOST_CHECK_MESSAGE(Contains(r.error.message, missing), r.error.message);
   BOOST_CHECK_EQUAL(r.path, missing);
   CheckGoodStillLoads(l);
 }
@@ -547,8 +550,8 @@ BOOST_AUTO_TEST_CASE(exception_message_with_lone_surrogate) {
   Loaded l({Case("surrogate"), Case("good")});
   const std::string file = Canon(Case("surrogate") + "/surrogate.py");
   const PluginReport& r = ExpectLoadFailure(l, "surrogate", file, {"ValueError", "lone surrogate", "in the message"});
-  BOOST_CHECK_MESSAGE(Contains(r.error, "\\udc80"), r.error);  // escaped, not dropped
-  BOOST_CHECK(ValidUtf8(r.details));
+  BOOST_CHECK_MESSAGE(Contains(r.error.message, "\\udc80"), r.error.message);  // escaped, not dropped
+  BOOST_CHECK(ValidUtf8(r.error.traceback));
   CheckGoodStillLoads(l);
 }
 
@@ -565,7 +568,7 @@ BOOST_AUTO_TEST_CASE(numpy_with_isolation_main_loads_and_runs) {
   BOOST_CHECK_EQUAL(r.isolation, "main");
   BOOST_CHECK_EQUAL(r.version, "0.3.0");
   BOOST_CHECK_EQUAL(r.description, "numpy in the main interpreter");
-  BOOST_CHECK((r.op_types == std::vector<std::string>{"HostNpAddOne"}));
+  BOOST_CHECK((r.OpTypes() == std::vector<std::string>{"HostNpAddOne"}));
   BOOST_CHECK((ExecFloats(l.registry, "HostNpAddOne", {1.5f, -2}) == std::vector<float>{2.5f, -1}));
   CheckGoodStillLoads(l);
 }

@@ -54,6 +54,14 @@ inline ge::host::HostOptions HostTestOptions(std::vector<std::string> paths) {
   o.thread_join_timeout_s = 0.2;
   return o;
 }
+
+// True when the plugin report lists `op_type` among its ops.
+inline bool HasOp(const ge::host::PluginReport& r, const std::string& op_type) {
+  for (const auto& op : r.ops) {
+    if (op.op_type == op_type) return true;
+  }
+  return false;
+}
 #endif
 
 }  // namespace ge_test

@@ -241,20 +241,20 @@ def guard(monkeypatch):
 
 
 def test_guard_message_for_a_package_names_its_pyproject(guard):
-    _loader.prepare("pkg_plugin", "", True, True)
+    _loader.prepare("pkg_plugin", True, True)
     message = guard()
     assert "plugin 'pkg_plugin'" in message and "fakeext" in message
     assert 'isolation = "main"' in message and "pyproject.toml" in message
     assert "single-file" not in message
 
 
-def test_guard_message_defaults_to_package_for_three_positional_args(guard):
-    _loader.prepare("pkg_plugin", "", True)
+def test_guard_message_defaults_to_package_for_two_positional_args(guard):
+    _loader.prepare("pkg_plugin", True)
     assert "single-file" not in guard()
 
 
 def test_guard_message_for_a_single_file_says_to_make_a_package(guard):
-    _loader.prepare("one_file", "", True, False)
+    _loader.prepare("one_file", True, False)
     message = guard()
     assert "plugin 'one_file'" in message
     assert "single-file plugin" in message

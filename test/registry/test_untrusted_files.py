@@ -133,25 +133,26 @@ def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit):
     index = cache + ".list"
     lines = open(index).read().splitlines()
     i = next(k for k, line in enumerate(lines) if line.startswith("P\t"))
-    fields = lines[i].split("\t", 5)
-    summary = json.loads(fields[5])
+    # P, path, mtime_ns, ctime_ns, size, files, inodes, summary (index version 3)
+    fields = lines[i].split("\t", 7)
+    summary = json.loads(fields[7])
     if edit == "summary not json":
-        fields[5] = fields[5][:-3] + "]]]"
+        fields[7] = fields[7][:-3] + "]]]"
     elif edit == "status wrong type":
         summary["status"] = 1
-        fields[5] = json.dumps(summary)
+        fields[7] = json.dumps(summary)
     elif edit == "path of another":
         summary["path"] = summary["path"].replace("p1", "p2")
-        fields[5] = json.dumps(summary)
+        fields[7] = json.dumps(summary)
     elif edit == "extra field":
         summary["injected"] = True
-        fields[5] = json.dumps(summary)
+        fields[7] = json.dumps(summary)
     elif edit == "status edited":
         summary["status"] = "crashed"
-        fields[5] = json.dumps(summary)
+        fields[7] = json.dumps(summary)
     elif edit == "op renamed":
         summary["ops"][0]["op_type"] = "Evil"
-        fields[5] = json.dumps(summary)
+        fields[7] = json.dumps(summary)
     elif edit == "line dropped":
         fields = None
     else:

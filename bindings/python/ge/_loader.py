@@ -349,29 +349,115 @@ def _install_extension_guard(plugin_name, is_package=True):
     loader.create_module = create_module
 
 
-def prepare(plugin_name, path_entry, subinterpreter, is_package=True):
-    """Prepare the current interpreter for a plugin: its directory on sys.path,
-    stdout/stderr into the host log, the extension guard in a sub-interpreter.
+class _SourceOnlyLoader(_bootstrap_external.SourceFileLoader):
+    """Loads plugin code from its source, always: no bytecode is read from or
+    written to an opp folder (a stale ``__pycache__`` whose stamp matches an
+    edited file would otherwise run the old code; share/docs/plugin-authors.md,
+    "Opp folders")."""
+
+    def get_code(self, fullname):
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
+
+
+_SOURCE_SUFFIXES = tuple(_bootstrap_external.SOURCE_SUFFIXES)
+_source_roots = set()  # real paths of plugin and helper folders in this interpreter
+
+
+def _under_source_root(path):
+    real = os.path.realpath(path)
+    return any(real == root or real.startswith(root + os.sep) for root in _source_roots)
+
+
+def _plugin_path_hook(path):
+    """sys.path_hooks entry: the finder of a folder inside a plugin package (or
+    a helper package) loads sources only; other folders are not ours."""
+    if isinstance(path, str) and path and _under_source_root(path):
+        return _bootstrap_external.FileFinder(
+            path, (_SourceOnlyLoader, list(_SOURCE_SUFFIXES)),
+            (_bootstrap_external.ExtensionFileLoader, list(_bootstrap_external.EXTENSION_SUFFIXES)))
+    raise ImportError("not a plugin folder")
+
+
+class _HelperFinder:
+    """Finds the helper modules of the single-file plugin of this interpreter:
+    top-level ``_name.py`` files and ``_name/`` packages in its opp folder. It
+    sits at the end of sys.meta_path, after the standard library and installed
+    packages, so a helper never shadows them; plugin files (names without a
+    leading underscore) are never importable as modules of another plugin."""
+
+    def __init__(self, folder):
+        self.folder = folder
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or not name.startswith("_") or "." in name:
+            return None
+        package = os.path.join(self.folder, name)
+        init = os.path.join(package, "__init__.py")
+        if os.path.isfile(init):
+            _source_roots.add(os.path.realpath(package))
+            return _bootstrap_external.spec_from_file_location(
+                name, init, loader=_SourceOnlyLoader(name, init), submodule_search_locations=[package])
+        file = package + ".py"
+        if os.path.isfile(file):
+            return _bootstrap_external.spec_from_file_location(name, file, loader=_SourceOnlyLoader(name, file))
+        return None
+
+
+def _installed_module_origin(name):
+    """Where ``name`` would be imported from without any plugin: "the standard
+    library" or the file/folder of an installed module, else None."""
+    if name in sys.stdlib_module_names or name in sys.builtin_module_names:
+        return "the standard library"
+    spec = _bootstrap_external.PathFinder.find_spec(name)
+    if spec is None:
+        return None
+    if spec.origin and spec.origin not in ("built-in", "frozen"):
+        return spec.origin
+    locations = list(spec.submodule_search_locations or [])
+    return locations[0] if locations else name
+
+
+def prepare(plugin_name, subinterpreter, is_package=True, plugin_path=""):
+    """Prepare the current interpreter for a plugin: stdout/stderr into the
+    host log, the signal guard, source-only loading of its package, and in a
+    sub-interpreter the extension guard and, for a single-file plugin, the
+    finder of its helper modules. No opp folder is put on sys.path: a plugin
+    never shadows a standard or installed module, for itself or for others.
 
     ``is_package`` is False for a single-file plugin: the guard's message then
     says to turn it into a package (only a package has a pyproject.toml)."""
-    if path_entry and path_entry not in sys.path:
-        sys.path.insert(0, path_entry)
     if not isinstance(sys.stdout, _PluginStream):
         default = plugin_name if subinterpreter else "main-interpreter"
         sys.stdout = _PluginStream(default, False)
         sys.stderr = _PluginStream(default, True)
     guard_process_signals(plugin_name if subinterpreter else "main-interpreter")
+    if _plugin_path_hook not in sys.path_hooks:
+        sys.path_hooks.insert(0, _plugin_path_hook)
+    if plugin_path:
+        if is_package:
+            _source_roots.add(os.path.realpath(plugin_path))
+        elif subinterpreter and not any(isinstance(f, _HelperFinder) for f in sys.meta_path):
+            sys.meta_path.append(_HelperFinder(os.path.dirname(plugin_path)))
     if subinterpreter:
         _install_extension_guard(plugin_name, is_package)
 
 
 def import_plugin(plugin_name, module_name, path, is_package):
-    """Import a plugin file or package under ``module_name``; returns the module.
+    """Import a plugin file or package under ``module_name``, from source;
+    returns the module.
 
-    Raises whatever the plugin's code raises; ValueError when another module of
-    that name is already imported in this interpreter (main isolation).
+    Raises whatever the plugin's code raises; ValueError when the name is the
+    name of a standard-library or installed module (a plugin never replaces
+    one) or another module of that name is already imported in this
+    interpreter (main isolation).
     """
+    origin = _installed_module_origin(module_name)
+    if origin is not None:
+        raise ValueError(
+            f"plugin name '{module_name}' ({path}) is the name of a module of {origin}"
+            if origin == "the standard library" else
+            f"plugin name '{module_name}' ({path}) is the name of an installed module ({origin})") from None
     existing = sys.modules.get(module_name)
     if existing is not None:
         origin = getattr(existing, "__file__", None) or "<built-in>"
@@ -380,10 +466,12 @@ def import_plugin(plugin_name, module_name, path, is_package):
             return existing
         raise ValueError(f"module name '{module_name}' is already used by {origin} in this interpreter")
     if is_package:
+        init = os.path.join(path, "__init__.py")
         spec = _bootstrap_external.spec_from_file_location(
-            module_name, os.path.join(path, "__init__.py"), submodule_search_locations=[path])
+            module_name, init, loader=_SourceOnlyLoader(module_name, init), submodule_search_locations=[path])
     else:
-        spec = _bootstrap_external.spec_from_file_location(module_name, path)
+        spec = _bootstrap_external.spec_from_file_location(
+            module_name, path, loader=_SourceOnlyLoader(module_name, path))
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot create an import spec for {path}")
     module = _bootstrap.module_from_spec(spec)

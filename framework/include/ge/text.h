@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <optional>
 
 namespace ge {
 
@@ -32,5 +33,23 @@ inline constexpr std::size_t kMaxQuotedChars = 200;
 inline constexpr std::size_t kMaxMessageChars = 2000;
 inline constexpr std::size_t kMaxDetailsChars = 20000;
 std::string Abbreviate(std::string_view value, std::size_t max_chars = kMaxQuotedChars);
+
+// Paths are bytes (POSIX) and need not be UTF-8. Where a path must be text
+// (JSON: the registry cache, the scanner protocol, `--json` output), it is
+// written in one lossless convention:
+//   a valid UTF-8 sequence        -> itself
+//   any other byte                -> \xNN (two lowercase hex digits)
+//   a backslash                   -> \\ (doubled)
+// so that "caf\xff" is the 4-byte name c a f 0xff and every path has one
+// spelling. Paths without a backslash or a non-UTF-8 byte (almost all) are
+// unchanged. ParsePathText reverses it; nullopt for a text that is not such a
+// spelling (a lone backslash, a bad escape). Pure functions; thread-safe.
+std::string PathText(std::string_view path);
+std::optional<std::string> ParsePathText(std::string_view text);
+// Free text (messages, tracebacks) for JSON: like PathText, but a backslash
+// stays single (the text is for reading; only invalid bytes are escaped).
+std::string Utf8Text(std::string_view text);
+// Length of the valid UTF-8 sequence starting at text[i] (1..4), 0 if none.
+std::size_t Utf8SequenceLength(std::string_view text, std::size_t i);
 
 }  // namespace ge

@@ -6,15 +6,20 @@
 
 namespace ge {
 
+std::vector<std::string> CapabilityNames(uint32_t mask) {
+  std::vector<std::string> out;
+  for (const auto& [c, name] : {std::pair{CustomOpCapability::kEagerExecute, "eager_execute"},
+                                std::pair{CustomOpCapability::kCompilable, "compilable"},
+                                std::pair{CustomOpCapability::kAnnotatedArgs, "annotated_args"},
+                                std::pair{CustomOpCapability::kInferMeta, "infer_meta"}}) {
+    if (HasCapability(mask, c)) out.emplace_back(name);
+  }
+  return out;
+}
+
 std::string CapabilityString(uint32_t mask) {
   std::string s;
-  auto add = [&](CustomOpCapability c, const char* name) {
-    if (HasCapability(mask, c)) s += (s.empty() ? "" : ",") + std::string(name);
-  };
-  add(CustomOpCapability::kEagerExecute, "eager_execute");
-  add(CustomOpCapability::kCompilable, "compilable");
-  add(CustomOpCapability::kAnnotatedArgs, "annotated_args");
-  add(CustomOpCapability::kInferMeta, "infer_meta");
+  for (const auto& name : CapabilityNames(mask)) s += (s.empty() ? "" : ",") + name;
   return s;
 }
 

@@ -25,12 +25,12 @@ int main(int argc, char** argv) {
 
   ge::OpRegistry registry;  // C++ ops and Python adapters are peers in it
   ge::host::HostOptions options;
-  options.opp_paths = ge::host::SplitOppPath(argv[1]);
+  options.opp_paths = ge::plugin::SplitOppPath(argv[1]);
   options.use_env_opp_path = false;
   ge::host::PluginHost host(options, registry);
   for (const auto& r : host.LoadAll()) {
     std::cout << "plugin " << r.name << " [" << r.status << ", " << r.isolation << "]"
-              << (r.error.empty() ? "" : ": " + r.error) << "\n";
+              << (r.error.empty() ? "" : ": " + r.error.OneLine()) << "\n";
   }
 
   std::shared_ptr<ge::BaseCustomOp> op = registry.Create("TiledSoftmaxCustom");

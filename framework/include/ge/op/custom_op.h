@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ge/op/contexts.h"
 #include "ge/op/launch.h"
@@ -39,6 +40,8 @@ constexpr bool HasCapability(uint32_t mask, CustomOpCapability c) noexcept {
 }
 // "eager_execute,infer_meta" for reports.
 std::string CapabilityString(uint32_t mask);
+// The same as names, in that order: {"eager_execute", "infer_meta"}.
+std::vector<std::string> CapabilityNames(uint32_t mask);
 
 class BaseCustomOp {
  public:

@@ -16,6 +16,9 @@ struct ErrorInfo {
   std::string call_site;        // "execute", "infer_meta", "import", ...
   std::string exception_type;   // Python exception type ("ValueError"), "" if none
   std::string location;         // "file.py:12" of the innermost plugin frame
+  std::string location_file;    // the same as data: the file ("" when unknown) ...
+  int location_line = 0;        // ... and its line (1-based; 0 when unknown)
+  std::string kind;             // the exception's __ge_kind__ ("extension", ...), "" when unset
   std::string traceback;        // formatted Python traceback, may be empty
 };
 

@@ -1,13 +1,15 @@
 // ge/registry/verdicts.h: the plugin registry's verdicts, for engines.
 //
 // ge-plugin-registryd and ge-plugin-ls scan plugins out of process and record,
-// per plugin file, whether loading it crashed, hung or exited the scanner.
-// An engine can consult that record before importing a plugin in-process
+// per plugin, whether loading it crashed, hung or exited the scanner. An
+// engine can consult that record before importing a plugin in-process
 // (ge::host::HostOptions::skip_plugin). Thread-safe; no Python.
 #pragma once
 
 #include <functional>
 #include <string>
+
+#include "ge/plugin/discovery.h"
 
 namespace ge::registry {
 
@@ -16,15 +18,15 @@ namespace ge::registry {
 // when only it exists, else the user's ($XDG_CACHE_HOME or ~/.cache/ge-plugin/).
 std::string DefaultCachePath();
 
-// Returns a function giving the reason to skip a plugin (its canonical file or
-// package path) that the cache at `cache_path` (empty: DefaultCachePath())
-// marks crashed, hung or exited while its files are unchanged since (same
-// mtime, size and file count, or the same content hash after a touch); ""
-// otherwise. A missing or unreadable cache gives an empty function (skip
-// nothing) and, when `why` is given, the reason (no cache, not a regular
-// file, malformed record ...), so that a caller can say crash protection is
-// off. The cache is read once, here.
-std::function<std::string(const std::string& plugin_path, bool is_package)> CrashVerdicts(
-    const std::string& cache_path, std::string* why = nullptr);
+// Returns a function giving the reason to skip a plugin that the cache at
+// `cache_path` (empty: DefaultCachePath()) marks crashed, hung or exited while
+// its files are unchanged since (ge::plugin::StillFresh: same stamp, or the
+// same content hash after a touch); "" otherwise. A missing or unreadable
+// cache gives an empty function (skip nothing) and, when `why` is given, the
+// reason (no cache, not a regular file, malformed record ...), so that a
+// caller can say crash protection is off. The cache is read once, here; the
+// function may be called from any thread.
+std::function<std::string(const plugin::Candidate&)> CrashVerdicts(const std::string& cache_path,
+                                                                   std::string* why = nullptr);
 
 }  // namespace ge::registry

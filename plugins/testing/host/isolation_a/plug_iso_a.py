@@ -2,7 +2,7 @@
 import builtins
 import sys
 
-import util
+import _util as util
 from ge.custom_op import get_execute_ctx, register_op, register_op_impl
 from ge.graph import DataType
 from ge.runtime import StorageFormat, StorageShape, Tensor, TensorDesc

@@ -23,14 +23,10 @@
 #include <vector>
 
 #include "ge/op/op_registry.h"
+#include "ge/plugin/discovery.h"
+#include "ge/plugin/record.h"
 
 namespace ge::host {
-
-struct DiscoveredPlugin {
-  std::string name;  // module name: file stem or directory name
-  std::string path;  // canonical path of the .py file or package directory
-  bool is_package = false;
-};
 
 // Seconds the threads a plugin left running get to finish when its
 // sub-interpreter ends, and the main interpreter's at process exit; after that
@@ -61,36 +57,19 @@ struct HostOptions {
   std::string log_level;
   // Asked before a plugin is imported; a non-empty reason skips it (status
   // "skipped"), e.g. the registry's verdict that it crashes or hangs when
-  // loaded. Called on the loading thread, without the interpreter lock.
-  std::function<std::string(const DiscoveredPlugin&)> skip_plugin;
+  // loaded (ge/registry/verdicts.h). Called on the loading thread, without the
+  // interpreter lock.
+  std::function<std::string(const plugin::Candidate&)> skip_plugin;
+  // Load plugins that discovery finds insecure (writable by others, owned by
+  // another user, a link leaving its opp folder). Off: they are reported with
+  // status "insecure" and the reason the registry gives too.
+  bool allow_insecure = false;
 };
 
-// What happened to one plugin. status: "ok", "error", "conflict", "missing",
-// "skipped" (HostOptions::skip_plugin).
-struct PluginReport {
-  std::string name;
-  std::string path;
-  std::string version;
-  std::string description;
-  std::string isolation;  // "subinterpreter", "main", "process"
-  std::string status;
-  std::string error;    // one line: what went wrong, naming the file / field
-  std::string details;  // e.g. the Python traceback
-  std::vector<std::string> op_types;  // registered (status ok)
-  std::vector<std::pair<std::string, std::string>> capabilities;  // (op_type, "eager_execute,infer_meta")
-};
-
-
-// Splits a ':'-separated opp path, dropping empty entries.
-std::vector<std::string> SplitOppPath(const std::string& value);
-
-// Expands opp path entries into plugins per share/docs/plugin-authors.md (opp folders, first section) (a folder is
-// scanned one level deep in name order; each non-underscore .py file and each
-// sub-directory with __init__.py is a plugin; the same file reached twice is
-// listed once). Entries that do not exist or are not a .py file / folder are
-// appended to `problems` with status "missing" / "error".
-std::vector<DiscoveredPlugin> DiscoverPlugins(const std::vector<std::string>& entries,
-                                              std::vector<PluginReport>& problems);
+// What happened to one plugin: the record the registry keeps too
+// (ge/plugin/record.h). status: ok, error, conflict, insecure, missing,
+// skipped (HostOptions::skip_plugin); error.kind says which step failed.
+using PluginReport = plugin::PluginRecord;
 
 class PluginHost {
  public:
@@ -101,11 +80,13 @@ class PluginHost {
   PluginHost(const PluginHost&) = delete;
   PluginHost& operator=(const PluginHost&) = delete;
 
-  // Discovers and loads every plugin of the opp paths (main-interpreter plugins
-  // first, then the others, each group in path order). Returns all reports,
-  // including discovery problems. Calling it again loads only new plugins.
+  // Discovers (ge/plugin/discovery.h) and loads every plugin of the opp paths
+  // (main-interpreter plugins first, then the others, each group in path
+  // order). Returns all reports, including discovery problems. Calling it
+  // again loads only new plugins.
   const std::vector<PluginReport>& LoadAll();
-  // Loads one plugin file or package directory; reports it.
+  // Loads one plugin: a .py file or a package folder (ge::plugin::DiscoverOne);
+  // reports it.
   PluginReport LoadPlugin(const std::string& path);
 
   const std::vector<PluginReport>& Reports() const noexcept;

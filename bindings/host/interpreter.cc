@@ -75,7 +75,7 @@ bool PrependSysPath(const std::string& dir) {
 std::string FinishPluginThreads(double timeout_s, bool daemon) {
   std::string still_running;
   PyObject* mods = PyImport_GetModuleDict();                                  // borrowed
-  PyObject* ldr = mods ? PyDict_GetItemString(mods, "ge._loader") : nullptr;  // borrowed
+  PyObject* ldr = mods ? PyDict_GetItemString(mods, "ge._entry") : nullptr;  // borrowed
   if (ldr == nullptr) return still_running;
   PyObject* done = PyObject_CallMethod(ldr, "run_atexit_handlers", "d", timeout_s);
   // Its runner is a daemon thread: join_threads lists it only when `daemon`.
@@ -191,7 +191,7 @@ PythonRuntime::PythonRuntime(std::string package_dir) : package_dir_(std::move(p
   Py_XDECREF(site_done);
   Py_XDECREF(site);
   if (error.empty() && !PrependSysPath(package_dir_)) error = FetchError("cannot extend sys.path");
-  for (const char* mod : {"signal", "_ge_native", "ge", "ge.graph", "ge.runtime", "ge.custom_op", "ge._loader"}) {
+  for (const char* mod : {"signal", "_ge_native", "ge", "ge.graph", "ge.runtime", "ge.custom_op", "ge._entry"}) {
     if (!error.empty()) break;
     PyObject* m = PyImport_ImportModule(mod);
     if (m == nullptr) error = FetchError((std::string("cannot import ") + mod + " from " + package_dir_).c_str());

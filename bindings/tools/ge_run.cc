@@ -30,7 +30,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ge-run GRAPH.json [--opp-path P1:P2] [--output-dir DIR] [--repeat N] [--soc NAME] [--option KEY=VALUE]... "
-    "[--json] [--log-level L]";
+    "[--json] [--skip-crashed] [--registry-cache F] [--allow-insecure] [--log-level L]";
 
 std::string OutputFileName(const TensorRef& r) {
   return r.node.empty() ? r.text + ".npy" : r.node + "_" + std::to_string(r.index) + ".npy";
@@ -85,6 +85,7 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
   std::vector<std::string> option_args;
   int repeat = 1;
   bool json_out = false;
+  bool allow_insecure = false;
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")(
       "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
@@ -98,6 +99,8 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       "do not load plugins the registry marks crashed, hung or exited (unchanged since)")(
       "registry-cache", po::value<std::string>(&registry_cache),
       "the registry cache for --skip-crashed (default: ge-plugin-registryd's)")(
+      "allow-insecure", po::bool_switch(&allow_insecure),
+      "load plugins writable by others, owned by another user or linked from outside their opp folder")(
       "log-level", po::value<std::string>(&log_level), "trace, debug, info, warn, error, off (default: GE_LOG_LEVEL or warn)");
   po::options_description hidden;
   hidden.add_options()("graph", po::value<std::string>(&graph_path));
@@ -187,7 +190,7 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
     }
     if (!opp_path.empty()) {
       std::string joined;
-      for (std::string e : host::SplitOppPath(opp_path)) {
+      for (std::string e : plugin::SplitOppPath(opp_path)) {
         resolve(e);
         joined += (joined.empty() ? "" : ":") + e;
       }
@@ -219,8 +222,9 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
     Status st = RegisterBuiltinOps(registry);
     if (!st.ok()) throw std::runtime_error(st.message());
     host::HostOptions opts;
+    opts.allow_insecure = allow_insecure;
     if (!opp_path.empty()) {
-      opts.opp_paths = host::SplitOppPath(opp_path);
+      opts.opp_paths = plugin::SplitOppPath(opp_path);
       opts.use_env_opp_path = false;
     }
     if (skip_crashed) {
@@ -230,7 +234,7 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
         err << "ge-run: warning: --skip-crashed: " << TerminalSafe(why)
             << "; no plugin is skipped (run ge-plugin-ls or the registry daemon to record crashes)\n";
       } else {
-        opts.skip_plugin = [verdict](const host::DiscoveredPlugin& d) { return verdict(d.path, d.is_package); };
+        opts.skip_plugin = verdict;
       }
     }
     host::PluginHost plugin_host(opts, registry);
@@ -248,9 +252,9 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
     const auto& reports = plugin_host.LoadAll();
     std::string failed;
     for (const auto& r : reports) {
-      if (r.status != "ok") {
+      if (!r.ok()) {
         err << "ge-run: warning: plugin " << TerminalSafe(r.name.empty() ? r.path : r.name) << " not loaded ("
-            << r.status << "): " << TerminalSafe(r.error) << "\n";
+            << plugin::StatusName(r.status) << "): " << TerminalSafe(r.error.OneLine()) << "\n";
         failed += (failed.empty() ? "" : ", ") + (r.name.empty() ? r.path : r.name);
       }
     }
@@ -318,8 +322,9 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       summary["python_calls"] = plugin_host.PythonCalls();
       summary["plugins"] = nlohmann::json::array();
       for (const auto& r : reports) {
-        summary["plugins"].push_back({{"name", r.name}, {"path", r.path}, {"version", r.version}, {"isolation", r.isolation},
-                                      {"status", r.status}, {"error", r.error}, {"ops", r.op_types}});
+        nlohmann::json p = plugin::ToJson(r, /*with_detail=*/false);
+        p["ops"] = r.OpTypes();  // ge-run's summary lists op_types only
+        summary["plugins"].push_back(std::move(p));
       }
       WriteOutputs(graph, result, output_dir);
     }

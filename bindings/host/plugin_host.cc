@@ -1,0 +1,590 @@
+// plugin_host.cc: discovery, loading, the Python op adapter, unloading.
+#include "ge/host/plugin_host.h"
+
+#include <boost/filesystem.hpp>
+#include <boost/python.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <set>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include "dispatch.h"
+#include "errors.h"
+#include "ge/crash_report.h"
+#include "ge/log.h"
+#include "ge/text.h"
+#include "interpreter.h"
+#include "views.h"
+
+#ifndef GE_LIB_TO_PYTHON
+#define GE_LIB_TO_PYTHON "ge-plugin/python"
+#endif
+
+namespace bp = boost::python;
+namespace fs = boost::filesystem;
+
+namespace ge::host {
+
+namespace {
+
+// An owned reference to a Python object of one interpreter. It must be
+// released (Reset) with that interpreter current; a handle destroyed while
+// still holding a reference leaks it rather than touch Python without the GIL.
+class PyHandle {
+ public:
+  PyHandle() = default;
+  explicit PyHandle(bp::object o) : p_(bp::incref(o.ptr())) {}
+  ~PyHandle() {
+    if (p_ != nullptr) Logger("host")->error("a Python reference was leaked at shutdown (not released in its interpreter)");
+  }
+  PyHandle(PyHandle&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  PyHandle& operator=(PyHandle&& o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  PyHandle(const PyHandle&) = delete;
+  PyHandle& operator=(const PyHandle&) = delete;
+  PyObject* get() const noexcept { return p_; }
+  explicit operator bool() const noexcept { return p_ != nullptr; }
+  // Precondition: the owning interpreter is current.
+  void Reset() noexcept {
+    Py_XDECREF(p_);
+    p_ = nullptr;
+  }
+
+ private:
+  PyObject* p_ = nullptr;
+};
+
+// One loaded plugin: its interpreter and identity. Destroying it ends a
+// sub-interpreter (bounded; see Interpreter::End).
+struct LoadedPlugin {
+  std::string name;
+  std::string path;
+  std::shared_ptr<PythonRuntime> runtime;
+  std::shared_ptr<Interpreter> interp;
+  double join_timeout_s = kThreadJoinTimeoutS;
+  ~LoadedPlugin() {
+    if (interp && !interp->is_main()) interp->End(join_timeout_s);
+  }
+};
+
+std::string ExeDir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return {};
+  buf[n] = '\0';
+  return fs::path(buf).parent_path().string();
+}
+
+// Where this library lives (installed: <libdir>; build tree: build/lib).
+std::string LibraryDir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&LibraryDir), &info) == 0 || info.dli_fname == nullptr) return {};
+  return fs::path(info.dli_fname).parent_path().string();
+}
+
+std::string FindPythonDir(const HostOptions& opts) {
+  if (!opts.python_dir.empty()) {
+    boost::system::error_code ec;
+    if (!fs::is_regular_file(fs::path(opts.python_dir) / "ge" / "__init__.py", ec)) {
+      throw std::runtime_error("HostOptions::python_dir " + opts.python_dir + " does not hold the ge Python package");
+    }
+    return fs::canonical(opts.python_dir, ec).string();
+  }
+  std::vector<std::string> candidates;
+  if (!opts.python_dir.empty()) candidates.push_back(opts.python_dir);
+  if (const char* env = std::getenv("GE_PLUGIN_PYTHON_DIR")) candidates.push_back(env);
+  const std::string libdir = LibraryDir();
+  if (!libdir.empty()) {
+    candidates.push_back((fs::path(libdir) / GE_LIB_TO_PYTHON).string());  // installed
+    candidates.push_back((fs::path(libdir) / ".." / "python").string());   // build tree
+  }
+  const std::string exe = ExeDir();
+  if (!exe.empty()) {
+    candidates.push_back((fs::path(exe) / ".." / "python").string());
+    candidates.push_back((fs::path(exe) / ".." / "lib" / "ge-plugin" / "python").string());
+  }
+  for (const auto& c : candidates) {
+    boost::system::error_code ec;
+    if (fs::is_regular_file(fs::path(c) / "ge" / "__init__.py", ec)) return fs::canonical(c, ec).string();
+  }
+  std::string tried;
+  for (const auto& c : candidates) tried += (tried.empty() ? "" : ", ") + c;
+  throw std::runtime_error("cannot find the ge Python package (tried: " + tried +
+                           "); set GE_PLUGIN_PYTHON_DIR or HostOptions::python_dir");
+}
+
+bp::object Import(const char* name) { return bp::import(name); }
+
+// The one module the host calls into (bindings/python/ge/_entry.py).
+bp::object Entry() { return bp::import("ge._entry"); }
+
+// A path as Python spells it (os.fsdecode): POSIX paths are bytes, and a
+// non-UTF-8 one must reach the plugin's import unchanged.
+bp::object PathObject(const std::string& path) {
+  PyObject* o = py::FsPathObject(path);
+  if (o == nullptr) bp::throw_error_already_set();
+  return bp::object(bp::handle<>(o));
+}
+
+}  // namespace
+
+// ---- the Python op adapter ---------------------------------------------------------------
+
+// A Python implementation class seen through the C++ capability interfaces. It
+// inherits every interface; GetCapabilities() reports what the class defines,
+// so CustomOpCast refuses the others.
+class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public AnnotatedArgsOp, public InferMetaOp {
+ public:
+  PythonOpAdapter(std::shared_ptr<LoadedPlugin> plugin, std::shared_ptr<const OpSchema> schema, uint32_t caps,
+                  std::string descriptor_key, PyHandle cls, PyHandle proto, PyHandle call_infer_meta, PyHandle ctx_var,
+                  PyHandle compile_vars, PyHandle revalidate_compile, PyHandle launch_var,
+                  std::shared_ptr<std::atomic<uint64_t>> calls)
+      : plugin_(std::move(plugin)),
+        schema_(std::move(schema)),
+        caps_(caps),
+        descriptor_key_(std::move(descriptor_key)),
+        cls_(std::move(cls)),
+        proto_(std::move(proto)),
+        call_infer_meta_(std::move(call_infer_meta)),
+        ctx_var_(std::move(ctx_var)),
+        compile_vars_(std::move(compile_vars)),
+        revalidate_compile_(std::move(revalidate_compile)),
+        launch_var_(std::move(launch_var)),
+        calls_(std::move(calls)) {
+    for (std::size_t m = 0; m < std::size(kMethods); ++m) {
+      crumbs_[m] = "calling " + std::string(kMethods[m]) + " of op_type '" + TerminalSafe(Abbreviate(schema_->op_type)) +
+                   "' (plugin '" + plugin_->name + "', " + TerminalSafe(plugin_->path) + ")";
+    }
+  }
+
+  ~PythonOpAdapter() override {
+    InterpreterGuard guard(*plugin_->interp);
+    for (PyHandle* h : {&cls_, &proto_, &call_infer_meta_, &ctx_var_, &compile_vars_, &revalidate_compile_, &launch_var_,
+                        &instance_, &execute_, &compile_, &declare_}) {
+      h->Reset();
+    }
+  }
+
+  uint32_t GetCapabilities() const noexcept override { return caps_; }
+  const OpSchema& GetSchema() const noexcept override { return *schema_; }
+
+  Status Execute(EagerOpExecutionContext* ctx) override {
+    if (!HasCapability(caps_, CustomOpCapability::kEagerExecute)) return Status::Error(descriptor_key_ + " has no execute");
+    InterpreterGuard guard(*plugin_->interp);
+    py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "execute"};
+    CrashBreadcrumb crumb(crumbs_[0].c_str());
+    if (!execute_) {
+      Status st = BindMethod("execute", execute_, site);
+      if (!st.ok()) return st;
+    }
+    calls_->fetch_add(1, std::memory_order_relaxed);
+    return py::InvokeExecute(execute_.get(), ctx_var_.get(), ctx, site);
+  }
+
+  Status Compile(OpCompileContext* ctx) override {
+    if (!HasCapability(caps_, CustomOpCapability::kCompilable)) return Status::Error(descriptor_key_ + " has no compile");
+    InterpreterGuard guard(*plugin_->interp);
+    py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "compile"};
+    CrashBreadcrumb crumb(crumbs_[1].c_str());
+    if (!compile_) {
+      Status st = BindMethod("compile", compile_, site);
+      if (!st.ok()) return st;
+    }
+    calls_->fetch_add(1, std::memory_order_relaxed);
+    PyObject* vars = compile_vars_.get();  // (compile ctx var, platform var)
+    return py::InvokeCompile(compile_.get(), revalidate_compile_.get(), PyTuple_GET_ITEM(vars, 0),
+                             PyTuple_GET_ITEM(vars, 1), ctx, site);
+  }
+
+  Status DeclareLaunchArgs(AnnotatedArgsContext& ctx) override {
+    if (!HasCapability(caps_, CustomOpCapability::kAnnotatedArgs)) {
+      return Status::Error(descriptor_key_ + " has no declare_launch_args");
+    }
+    InterpreterGuard guard(*plugin_->interp);
+    py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "declare_launch_args"};
+    CrashBreadcrumb crumb(crumbs_[2].c_str());
+    if (!declare_) {
+      Status st = BindMethod("declare_launch_args", declare_, site);
+      if (!st.ok()) return st;
+    }
+    calls_->fetch_add(1, std::memory_order_relaxed);
+    return py::InvokeDeclareLaunchArgs(declare_.get(), launch_var_.get(), &ctx, site);
+  }
+
+  Status InferMeta(InferMetaContext* ctx) override {
+    InterpreterGuard guard(*plugin_->interp);
+    py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "infer_meta"};
+    CrashBreadcrumb crumb(crumbs_[3].c_str());
+    calls_->fetch_add(1, std::memory_order_relaxed);
+    return py::InvokeInferMeta(call_infer_meta_.get(), proto_.get(), ctx, site);
+  }
+
+ private:
+  // The class is instantiated with no arguments the first time the host needs
+  // it (share/docs/plugin-authors.md, "The implementation"); bound methods are cached (an attribute lookup costs
+  // ~140 ns on the hot path otherwise).
+  Status BindMethod(const char* name, PyHandle& slot, const py::CallSite& site) {
+    try {
+      if (!instance_) {
+        bp::object cls(bp::handle<>(bp::borrowed(cls_.get())));
+        instance_ = PyHandle(cls());
+      }
+      bp::object inst(bp::handle<>(bp::borrowed(instance_.get())));
+      slot = PyHandle(inst.attr(name));
+      return Status::Ok();
+    } catch (const bp::error_already_set&) {
+      ErrorInfo e = py::FetchPythonError(site.plugin, site.file, site.method);
+      e.message = "cannot instantiate " + descriptor_key_ + ": " + e.message;
+      return Status::Error(e);
+    }
+  }
+
+  std::shared_ptr<LoadedPlugin> plugin_;
+  std::shared_ptr<const OpSchema> schema_;
+  uint32_t caps_;
+  std::string descriptor_key_;
+  PyHandle cls_, proto_, call_infer_meta_, ctx_var_, compile_vars_, revalidate_compile_, launch_var_, instance_, execute_,
+      compile_, declare_;
+  std::shared_ptr<std::atomic<uint64_t>> calls_;
+  // What a fatal signal during each callback names (ge/crash_report.h).
+  static constexpr const char* kMethods[] = {"execute", "compile", "declare_launch_args", "infer_meta"};
+  std::string crumbs_[std::size(kMethods)];
+};
+
+// ---- PluginHost ----------------------------------------------------------------------------
+
+
+struct PluginHost::Impl {
+  HostOptions opts;
+  OpRegistry& registry;
+  std::shared_ptr<PythonRuntime> runtime;
+  std::vector<PluginReport> reports;
+  std::set<std::string> loaded_paths;                      // plugin paths tried (ok or not)
+  std::set<std::pair<std::string, std::string>> problems_reported;  // (path, error) of discovery problems
+  std::vector<std::shared_ptr<PythonOpAdapter>> adapters;  // strong refs: released outside any lock
+  std::vector<std::string> sources;                        // registered plugin paths
+  // Main-interpreter plugins loaded: (module name, (op_type, descriptor key)...).
+  // The main interpreter outlives the host, so Unload removes their modules and
+  // registrations from it; otherwise a later host would re-import nothing.
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> main_loaded;
+  std::shared_ptr<std::atomic<uint64_t>> calls = std::make_shared<std::atomic<uint64_t>>(0);
+  std::shared_ptr<spdlog::logger> log = Logger("host");
+  // The current directory when the host was made: relative opp paths are
+  // resolved against it, so a plugin calling os.chdir changes nothing.
+  std::string base_dir;
+
+  Impl(HostOptions o, OpRegistry& r) : opts(std::move(o)), registry(r) {
+    boost::system::error_code cec;
+    base_dir = fs::current_path(cec).string();
+    if (opts.default_isolation != "subinterpreter" && opts.default_isolation != "main") {
+      throw std::invalid_argument("HostOptions::default_isolation must be \"subinterpreter\" or \"main\", got \"" +
+                                  opts.default_isolation + "\"");
+    }
+    if (!opts.log_level.empty()) {
+      auto level = ParseLogLevel(opts.log_level);
+      if (!level) throw std::invalid_argument("HostOptions::log_level: unknown level \"" + opts.log_level + "\"");
+      SetLogLevel(*level);
+    }
+    runtime = PythonRuntime::Get(FindPythonDir(opts));
+    // Leaf lock policy: the sink runs with the GIL held and only takes
+    // spdlog's sink mutex, whose holders never wait for the GIL.
+    py::SetLogSink([](const std::string& plugin, bool is_stderr, const std::string& line) {
+      Logger("plugin")->log(is_stderr ? spdlog::level::warn : spdlog::level::info, "[{}] {}", plugin, line);
+    });
+  }
+
+  plugin::DiscoverOptions Discovering() const {
+    plugin::DiscoverOptions d;
+    d.uid = ::geteuid();
+    return d;
+  }
+
+  // One plugin on its way in: its record and, once imported and validated,
+  // what Commit registers. Ops are registered in path order after a whole
+  // batch is loaded (main-interpreter plugins load first, but the first in
+  // path order must win a conflict).
+  struct Loading {
+    plugin::Candidate plugin;
+    PluginReport report;
+    bool go_on = true;  // false: the report is final (an error, a skip)
+    bool sub = true;
+    std::vector<std::shared_ptr<PythonOpAdapter>> made;
+    std::vector<std::pair<std::string, std::string>> keys;  // (op_type, descriptor key)
+  };
+
+  void Fail(Loading& l, const ErrorInfo& e, const char* kind, plugin::PluginStatus status = plugin::PluginStatus::kError) {
+    PluginReport& r = l.report;
+    r.status = status;
+    r.error.kind = e.kind.empty() ? kind : e.kind;
+    r.error.message = e.message;
+    // Every failure names the plugin's file, also when no frame of the plugin
+    // is on the traceback (signature validation, a decorator's check).
+    if (!r.path.empty() && r.error.message.find(r.path) == std::string::npos) {
+      r.error.message = r.path + ": " + r.error.message;
+    }
+    r.error.file = e.location_file;
+    r.error.line = e.location_line;
+    r.error.traceback = e.traceback;
+    r.error.exception = e.exception_type;
+    l.go_on = false;
+  }
+
+  void Stop(Loading& l, plugin::PluginStatus status, const char* kind, std::string message) {
+    l.report.status = status;
+    l.report.error.kind = kind;
+    l.report.error.message = std::move(message);
+    l.go_on = false;
+  }
+
+  // Safety verdict, skip verdict, pyproject.toml: all before any plugin code runs.
+  Loading Admit(const plugin::Candidate& c) {
+    Loading l;
+    l.plugin = c;
+    l.report.name = c.name;
+    l.report.path = c.path;
+    l.report.isolation = "subinterpreter";
+    if (!c.insecure.empty() && !opts.allow_insecure) {
+      Stop(l, plugin::PluginStatus::kInsecure, "insecure", plugin::InsecureMessage(c.insecure));
+      return l;
+    }
+    if (opts.skip_plugin) {
+      if (std::string why = opts.skip_plugin(c); !why.empty()) {
+        Stop(l, plugin::PluginStatus::kSkipped, "skipped", c.path + ": " + why);
+        return l;
+      }
+    }
+    InterpreterGuard guard(*runtime->Main());
+    try {
+      bp::dict md = bp::extract<bp::dict>(Entry().attr("read_metadata")(PathObject(c.path), c.is_package));
+      l.report.version = bp::extract<std::string>(md["version"]);
+      l.report.description = bp::extract<std::string>(md["description"]);
+      l.report.isolation = bp::extract<std::string>(md["isolation"]);
+      if (!bp::extract<bool>(md["isolation_set"])) l.report.isolation = opts.default_isolation;
+    } catch (const bp::error_already_set&) {
+      Fail(l, py::FetchPythonError(c.name, c.path, "pyproject.toml"), "metadata");
+      return l;
+    }
+    if (l.report.isolation == "process") {
+      Stop(l, plugin::PluginStatus::kError, "metadata",
+           c.path + ": isolation \"process\" is not supported by this host version (use \"subinterpreter\" or \"main\")");
+    }
+    l.sub = l.report.isolation != "main";
+    return l;
+  }
+
+  // Imports the plugin in its interpreter and binds an adapter per
+  // implementation; on any failure the plugin's registrations are undone (in
+  // Python) and what was created here is dropped when `l` is.
+  void Import(Loading& l) {
+    const plugin::Candidate& c = l.plugin;
+    const std::string crumb_text = "loading plugin '" + TerminalSafe(c.name) + "' (" + TerminalSafe(c.path) + ")";
+    CrashBreadcrumb crumb(crumb_text.c_str(), CrashBreadcrumb::Phase::kLoading);
+    auto loaded = std::make_shared<LoadedPlugin>();
+    loaded->name = c.name;
+    loaded->path = c.path;
+    loaded->runtime = runtime;
+    loaded->join_timeout_s = opts.thread_join_timeout_s;
+    try {
+      loaded->interp = l.sub ? Interpreter::NewSub(runtime, c.name) : runtime->Main();
+    } catch (const std::exception& e) {
+      Stop(l, plugin::PluginStatus::kError, "import", e.what());
+      return;
+    }
+    InterpreterGuard guard(*loaded->interp);
+    bp::object entry, before;
+    try {
+      entry = Entry();
+      bp::dict imported = bp::extract<bp::dict>(entry.attr("import_plugin")(c.name, PathObject(c.path), c.is_package, l.sub));
+      // Without pyproject.toml metadata: the module's __version__ and the
+      // first line of its docstring (what ge-plugin-ls shows too).
+      if (l.report.version.empty()) l.report.version = bp::extract<std::string>(imported["version"]);
+      if (l.report.description.empty()) l.report.description = bp::extract<std::string>(imported["description"]);
+      before = imported["before"];
+    } catch (const bp::error_already_set&) {
+      Fail(l, py::FetchPythonError(c.name, c.path, "import"), "import");
+      return;
+    }
+    try {
+      bp::list impls = bp::extract<bp::list>(entry.attr("collect")(c.name, before, l.sub));
+      bp::tuple shared = bp::extract<bp::tuple>(entry.attr("adapter_objects")());
+      for (Py_ssize_t i = 0; i < bp::len(impls); ++i) {
+        bp::dict impl = bp::extract<bp::dict>(impls[i]);
+        const std::string op_type = bp::extract<std::string>(impl["op_type"]);
+        const std::string key = bp::extract<std::string>(impl["descriptor_key"]);
+        std::shared_ptr<const OpSchema> schema = py::SchemaFromDict(impl["ir"]);
+        uint32_t mask = static_cast<uint32_t>(CustomOpCapability::kInferMeta);
+        bp::list interfaces = bp::extract<bp::list>(impl["interfaces"]);
+        for (Py_ssize_t k = 0; k < bp::len(interfaces); ++k) {
+          const std::string itf = bp::extract<std::string>(interfaces[k]);
+          if (itf == "eager_execute") mask |= static_cast<uint32_t>(CustomOpCapability::kEagerExecute);
+          if (itf == "compilable") mask |= static_cast<uint32_t>(CustomOpCapability::kCompilable);
+          if (itf == "annotated_args") mask |= static_cast<uint32_t>(CustomOpCapability::kAnnotatedArgs);
+        }
+        l.made.push_back(std::make_shared<PythonOpAdapter>(
+            loaded, schema, mask, key, PyHandle(impl["cls"]), PyHandle(impl["proto"]), PyHandle(shared[0]),
+            PyHandle(shared[1]), PyHandle(shared[2]), PyHandle(impl["revalidate"]), PyHandle(shared[3]), calls));
+        l.keys.emplace_back(op_type, key);
+      }
+    } catch (const bp::error_already_set&) {
+      Fail(l, py::FetchPythonError(c.name, c.path, "validation"), "validation");
+      return;
+    }
+    // First in path order wins: a plugin defining an op_type that is already
+    // registered is a conflict naming both files, and registers nothing.
+    // (The registry lock is a leaf lock: its holders never call Python.)
+    for (const auto& a : l.made) {
+      if (auto existing = registry.Find(a->GetSchema().op_type)) {
+        l.report.conflicts_with = existing->source;
+        Stop(l, plugin::PluginStatus::kConflict, "conflict",
+             "op_type '" + a->GetSchema().op_type + "' from " + c.path + " conflicts with the one from " +
+                 existing->source + " (first in path order wins)");
+        try {
+          entry.attr("abandon")(c.name, before, l.sub);
+        } catch (const bp::error_already_set&) {
+          PyErr_Clear();
+        }
+        return;
+      }
+    }
+  }
+
+  // Removes a main-interpreter plugin's modules and registrations from the
+  // main interpreter (which outlives the host).
+  void ForgetMain(const std::string& name, const std::vector<std::pair<std::string, std::string>>& keys) {
+    InterpreterGuard guard(*runtime->Main());
+    try {
+      bp::list pairs;
+      for (const auto& [op_type, key] : keys) pairs.append(bp::make_tuple(op_type, key));
+      Entry().attr("forget")(name, pairs);
+    } catch (const bp::error_already_set&) {
+      log->warn("cannot forget main-interpreter plugin '{}': {}", name, py::FetchPythonError(name, "", "unload").message);
+    }
+  }
+
+  // Registers a loaded plugin's ops, all or nothing (outside any interpreter:
+  // the registry lock is taken here). On a conflict the plugin is dropped.
+  void Commit(Loading& l) {
+    PluginReport& r = l.report;
+    std::vector<std::string> done;
+    for (const auto& a : l.made) {
+      OpRegistration reg;
+      reg.op_type = a->GetSchema().op_type;
+      reg.schema = std::shared_ptr<const OpSchema>(a, &a->GetSchema());
+      reg.capabilities = a->GetCapabilities();
+      reg.source = l.plugin.path;
+      reg.plugin = l.plugin.name;
+      std::weak_ptr<PythonOpAdapter> weak = a;
+      reg.creator = [weak]() -> std::shared_ptr<BaseCustomOp> { return weak.lock(); };
+      Status st = registry.Register(std::move(reg));
+      if (!st.ok()) {
+        for (const auto& op : done) registry.Unregister(op);
+        Stop(l, plugin::PluginStatus::kConflict, "conflict", st.message());
+        l.made.clear();  // releases the adapters (each in its interpreter) and then the sub-interpreter
+        if (!l.sub) ForgetMain(l.plugin.name, l.keys);
+        log->info("plugin '{}' ({}) not loaded: {}", r.name, r.path, r.error.message);
+        return;
+      }
+      done.push_back(a->GetSchema().op_type);
+    }
+    r.status = plugin::PluginStatus::kOk;
+    for (const auto& a : l.made) {
+      plugin::OpRecord op;
+      op.op_type = a->GetSchema().op_type;
+      op.capabilities = CapabilityNames(a->GetCapabilities());
+      r.ops.push_back(std::move(op));
+    }
+    sources.push_back(l.plugin.path);
+    if (!l.sub) main_loaded.emplace_back(l.plugin.name, l.keys);
+    adapters.insert(adapters.end(), l.made.begin(), l.made.end());
+    l.made.clear();
+    log->info("plugin '{}' loaded from {} ({}): {} op(s)", r.name, r.path, r.isolation, done.size());
+  }
+
+  // Loads a batch of discovered plugins: main-interpreter plugins first (an
+  // extension module such as numpy must be loaded by the main interpreter
+  // before any sub-interpreter exists; share/docs/host-design.md,
+  // "Interpreters"), then the others; ops are then registered in path order,
+  // so the first plugin in path order wins a conflict whatever its isolation.
+  std::vector<PluginReport> LoadBatch(const std::vector<plugin::Candidate>& found) {
+    std::vector<Loading> batch;
+    for (const auto& c : found) {
+      if (!loaded_paths.insert(c.path).second) continue;  // loading again is idempotent
+      batch.push_back(Admit(c));
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+      for (auto& l : batch) {
+        if (l.go_on && (l.sub == (pass == 1))) Import(l);
+      }
+    }
+    std::vector<PluginReport> out;
+    for (auto& l : batch) {
+      if (l.go_on) {
+        Commit(l);
+      } else {
+        log->info("plugin '{}' ({}) not loaded: {}", l.report.name, l.report.path, l.report.error.OneLine());
+      }
+      out.push_back(l.report);
+    }
+    return out;
+  }
+
+  void Report(const plugin::Discovery& d) {
+    for (const auto& p : d.problems) {
+      if (!problems_reported.emplace(p.path, p.error.message).second) continue;
+      log->warn("{}", p.error.message);
+      reports.push_back(p);
+    }
+  }
+
+  void Unload() {
+    for (const auto& src : sources) registry.UnregisterSource(src);
+    sources.clear();
+    adapters.clear();  // each adapter releases its Python objects in its interpreter; the last ends it
+    for (const auto& [name, keys] : main_loaded) ForgetMain(name, keys);
+    main_loaded.clear();
+  }
+};
+
+PluginHost::PluginHost(HostOptions options, OpRegistry& registry)
+    : impl_(std::make_unique<Impl>(std::move(options), registry)) {}
+
+PluginHost::~PluginHost() { impl_->Unload(); }
+
+const std::vector<PluginReport>& PluginHost::LoadAll() {
+  std::vector<std::string> entries = impl_->opts.opp_paths;
+  if (entries.empty() && impl_->opts.use_env_opp_path) {
+    if (const char* env = std::getenv("ASCEND_CUSTOM_OPP_PATH")) entries = plugin::SplitOppPath(env);
+  }
+  const plugin::Discovery d = plugin::Discover(entries, impl_->Discovering(), impl_->base_dir);
+  impl_->Report(d);
+  for (auto& r : impl_->LoadBatch(d.plugins)) impl_->reports.push_back(std::move(r));
+  return impl_->reports;
+}
+
+PluginReport PluginHost::LoadPlugin(const std::string& given) {
+  const plugin::Discovery d = plugin::DiscoverOne(given, impl_->Discovering(), impl_->base_dir);
+  if (!d.problems.empty()) {
+    impl_->reports.push_back(d.problems.front());
+    return d.problems.front();
+  }
+  const plugin::Candidate& c = d.plugins.front();
+  if (impl_->loaded_paths.count(c.path)) {
+    for (const auto& r : impl_->reports) {
+      if (r.path == c.path) return r;
+    }
+  }
+  std::vector<PluginReport> out = impl_->LoadBatch({c});
+  impl_->reports.push_back(out.front());
+  return out.front();
+}
+
+const std::vector<PluginReport>& PluginHost::Reports() const noexcept { return impl_->reports; }
+uint64_t PluginHost::PythonCalls() const noexcept { return impl_->calls->load(); }
+void PluginHost::UnloadAll() { impl_->Unload(); }
+
+}  // namespace ge::host

@@ -1,0 +1,132 @@
+"""ge._entry: the one module the C++ host calls (bindings/host).
+
+Every call the host makes into Python goes through a function of this module,
+in the interpreter of the plugin concerned, with the interpreter lock held:
+
+* ``read_metadata(path, is_package)`` -> dict (main interpreter);
+* ``import_plugin(name, path, is_package, subinterpreter)`` -> dict with the
+  module's ``version``/``description`` and the registry ``before`` snapshot;
+* ``collect(name, before, subinterpreter)`` -> list of one dict per
+  implementation (what the C++ op adapter binds);
+* ``abandon(name, before, subinterpreter)`` -> None: undo a loaded plugin that
+  the host does not register (an op_type conflict);
+* ``adapter_objects()`` -> the context variables and helpers the adapters call;
+* ``forget(name, keys)`` -> None: unload a main-interpreter plugin;
+* ``run_atexit_handlers(timeout)`` / ``join_threads(timeout, daemon)``: the
+  bounded end of an interpreter.
+
+A plugin error is raised as the plugin's own exception (its traceback
+intact), after everything the plugin registered has been removed; its
+``__ge_kind__`` attribute says which step failed when that is not the step
+called ("extension": a compiled extension refused in a sub-interpreter).
+Internal: plugins must not import it. Paths arrive as ``str`` decoded with
+the file-system encoding and ``surrogateescape`` (POSIX paths are bytes).
+"""
+import functools
+
+from . import _loader
+from ._loader import join_threads, read_metadata, run_atexit_handlers  # noqa: F401  (host entry points)
+import ge.custom_op as _custom_op
+from .custom_op import _host, _impl, _proto, proto as _proto_api
+from .custom_op._validate import validate_impl
+
+_INTERFACE_NAMES = ("eager_execute", "compilable", "annotated_args")
+
+
+def _reword(exc, text):
+    """Replace ``exc``'s message in place (its type and traceback stay)."""
+    exc.args = (text,) + tuple(exc.args[1:])
+    if isinstance(exc, ImportError):
+        exc.msg = text
+
+
+def import_plugin(name, path, is_package, subinterpreter):
+    """Prepare this interpreter for the plugin and import it from source.
+
+    Returns ``{"version": str, "description": str, "before": snapshot}``.
+    Raises the plugin's exception after undoing what it registered; when the
+    import failed because a compiled extension was refused in a
+    sub-interpreter, the message says how to fix that and ``__ge_kind__`` is
+    "extension"."""
+    _loader.prepare(name, subinterpreter, is_package, path)
+    before = _host.snapshot()
+    try:
+        module = _loader.import_plugin(name, name, path, is_package)
+    except BaseException as exc:
+        refused = _loader.refused_extensions()
+        _undo(name, before, subinterpreter)
+        if refused:
+            fix = ("set isolation = \"main\" under [tool.ge-plugin] in the plugin's pyproject.toml" if is_package else
+                   "single-file plugins always run in a sub-interpreter: make it a package (a folder with "
+                   "__init__.py) whose pyproject.toml sets isolation = \"main\" under [tool.ge-plugin]")
+            _reword(exc, f"import failed because extension module(s) {', '.join(refused)} cannot be loaded in a "
+                         f"sub-interpreter; {fix} ({exc})")
+            exc.__ge_kind__ = "extension"
+        raise
+    meta = _loader.module_metadata(module)
+    return {"version": meta["version"], "description": meta["description"], "before": before}
+
+
+def _undo(name, before, subinterpreter):
+    _host.discard(before)
+    if not subinterpreter:
+        _loader.forget_plugin(name)
+
+
+def abandon(name, before, subinterpreter):
+    """Remove a loaded plugin's registrations (and, in the main interpreter,
+    its modules): the host does not register it."""
+    _undo(name, before, subinterpreter)
+
+
+def collect(name, before, subinterpreter):
+    """Validate what the plugin registered and describe each implementation.
+
+    Returns a list, sorted by op_type, of ``{"op_type", "descriptor_key",
+    "cls", "ir" (the canonical IR as a dict), "proto" (the OpProto object),
+    "interfaces" (names among eager_execute, compilable, annotated_args),
+    "revalidate" (callable checking compile again before each call)}``.
+    Raises the validation error (TypeError, RuntimeError, ValueError) after
+    undoing the plugin's registrations; RuntimeError "op_type 'X' (key):
+    canonical IR not found" when an implementation's prototype was not
+    registered by this plugin."""
+    try:
+        collected = _host.collect(before)
+        irs = {ir["op_type"]: ir for ir in collected["protos"]}
+        out = []
+        for impl in collected["impls"]:
+            op_type = impl["op_type"]
+            key = impl["descriptor_key"]
+            if op_type not in irs:
+                raise RuntimeError(f"op_type '{op_type}' ({key}): canonical IR not found")
+            proto = _proto_api.get_registered_op_proto_by_op_type(op_type)
+            descriptor = impl["cls"].__ge_op_impl_descriptor__
+            out.append({
+                "op_type": op_type,
+                "descriptor_key": key,
+                "cls": impl["cls"],
+                "ir": irs[op_type],
+                "proto": proto,
+                "interfaces": [i for i in impl["interfaces"] if i in _INTERFACE_NAMES],
+                # compile is validated again before every call (share/docs/plugin-authors.md, "The implementation").
+                "revalidate": functools.partial(validate_impl, descriptor, "compile", proto),
+            })
+    except BaseException:
+        _undo(name, before, subinterpreter)
+        raise
+    return out
+
+
+def adapter_objects():
+    """``(call_infer_meta, execute ctx var, (compile ctx var, platform var), launch ctx var)``."""
+    return (_proto.call_infer_meta, _custom_op._EXECUTE_CTX,
+            (_custom_op._COMPILE_CTX, _custom_op._COMPILE_PLATFORM), _custom_op._LAUNCH_CTX)
+
+
+def forget(name, keys):
+    """Unload main-interpreter plugin ``name``: unregister its
+    (op_type, descriptor_key) pairs and drop its modules."""
+    for op_type, key in keys:
+        _impl._unregister_op_impl(key)
+        _proto._unregister_op_proto(op_type)
+    _loader.forget_plugin(name)

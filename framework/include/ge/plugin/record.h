@@ -1,0 +1,117 @@
+// ge/plugin/record.h: the one record of what happened to a plugin, shared by
+// the engine's host (PluginHost::Reports), the scanner, the registry cache,
+// the daemon and ge-plugin-ls, and serialized to JSON in one place.
+//
+// Paths are bytes (POSIX). In JSON, a path (and any text field) is written by
+// PathText (ge/text.h): valid UTF-8 unchanged, other bytes as \xNN, so two
+// paths differing in one non-UTF-8 byte stay two paths, and the same spelling
+// is accepted back (ParsePathText) by `ge-plugin-ls show` and `--check`.
+// Thread-safety: plain values; the functions are pure.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ge::plugin {
+
+enum class PluginStatus {
+  kOk,        // imported, validated, its ops registered (or registrable)
+  kError,     // it (or its pyproject.toml, or its entry) failed; see error
+  kConflict,  // its name or an op_type is taken by an earlier plugin in path order
+  kInsecure,  // refused: writable by others, foreign owner, or leaves its opp folder
+  kMissing,   // the opp path entry (or a plugin link's target) does not exist
+  kSkipped,   // not loaded on purpose (HostOptions::skip_plugin, e.g. a crash verdict)
+  kCrashed,   // the scanner process died of a signal while loading it
+  kHung,      // loading it did not finish within the scan limit
+  kExited,    // the scanner process exited while loading it
+};
+// "ok", "error", ... (the JSON and CLI spelling).
+std::string_view StatusName(PluginStatus s);
+std::optional<PluginStatus> ParseStatus(std::string_view name);
+std::ostream& operator<<(std::ostream& os, PluginStatus s);
+
+// What went wrong, as data (never parsed back from a message).
+struct PluginError {
+  std::string kind;       // "discovery", "metadata", "import", "validation", "conflict", "insecure",
+                          // "skipped", "scan" ("" when there is no error)
+  std::string message;    // one line; names the plugin's file (or the offending field)
+  std::string exception;  // the Python exception type ("SyntaxError"), "" when not a Python error
+  std::string file;       // the plugin file the error points into, when known
+  int line = 0;           // its line (1-based), 0 when unknown
+  std::string traceback;  // Python traceback or other detail, may be empty
+  bool empty() const { return message.empty(); }
+  // "message (at file:line)" when a location is known and not already in the message.
+  std::string OneLine() const;
+};
+
+// One op a plugin registers, with the capabilities its class defines.
+struct OpRecord {
+  std::string op_type;
+  std::vector<std::string> capabilities;  // "eager_execute", "compilable", "annotated_args", "infer_meta"
+  nlohmann::json prototype;               // optional: {"inputs", "outputs", "attrs", "signature"} or null
+};
+
+// What decides that a plugin is unchanged since a verdict was taken (registry
+// cache, listing index, crash verdicts): over its files (a package's tree
+// without __pycache__, a single file plus its folder's helpers), the newest
+// mtime and ctime, the total size, the file count and a digest of the inode
+// numbers. An edit that restores size and mtime (`touch -d`) still changes
+// ctime, which no unprivileged call can set back; the content hash is only
+// computed when the metadata differ, to tell a touch from an edit
+// (ge/plugin/discovery.h: ComputeStamp, StillFresh).
+struct Stamp {
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  uint64_t size = 0;
+  uint64_t files = 0;
+  uint64_t inodes = 0;  // FNV-1a over (relative name, inode number) of every file
+  std::string hash;     // FNV-1a 64 over names and contents, hex; empty: not computed
+  bool SameMeta(const Stamp& o) const {
+    return mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns && size == o.size && files == o.files && inodes == o.inodes;
+  }
+};
+
+struct PluginRecord {
+  std::string name;         // module name (the entry's own name)
+  std::string path;         // absolute path of the plugin entry (bytes)
+  std::string version;      // pyproject [project].version, else __version__, else ""
+  std::string description;  // pyproject [project].description, else the docstring's first line
+  std::string isolation;    // "subinterpreter", "main", "process", "" when unknown
+  PluginStatus status = PluginStatus::kError;
+  PluginError error;
+  std::vector<OpRecord> ops;  // status ok (and conflict: what it would register)
+  std::optional<Stamp> stamp;
+  // Scan verdicts.
+  std::string conflicts_with;  // path of the earlier plugin (status conflict)
+  int signal = 0;              // status crashed
+  int exit_code = 0;           // status exited
+  double timeout_s = 0;        // status hung
+
+  bool ok() const { return status == PluginStatus::kOk; }
+  std::vector<std::string> OpTypes() const;
+};
+
+// A record that only reports a problem (status and one-line error of `kind`).
+PluginRecord ProblemRecord(std::string name, std::string path, PluginStatus status, std::string kind,
+                           std::string message);
+
+// ---- JSON (the cache, the scanner protocol, the daemon, ge-plugin-ls --json) -------------
+// `with_detail`: prototypes and tracebacks too (the cache, `show`), else the
+// summary a listing prints: name, path, version, isolation, status, error, ops
+// with op_type and capabilities.
+nlohmann::json ToJson(const PluginRecord& r, bool with_detail = true);
+// The record a JSON object describes, or nullopt with `why` naming the field
+// that is missing, of the wrong type or out of range. `stamp_required`: a
+// record from the cache must carry its stamp.
+std::optional<PluginRecord> FromJson(const nlohmann::json& j, std::string* why, bool stamp_required = false);
+
+// "SIGSEGV" for 11 (sigabbrev_np), "signal N" when unknown.
+std::string SignalName(int sig);
+
+}  // namespace ge::plugin

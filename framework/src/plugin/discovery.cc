@@ -1,0 +1,422 @@
+// discovery.cc: see ge/plugin/discovery.h.
+//
+// Listing, link resolution and path arithmetic use Boost.Filesystem; the
+// stamp and the safety verdict read struct stat directly, because they need
+// what Boost.Filesystem does not expose (ctime, inode number, owner, mode of
+// the link itself).
+#include "ge/plugin/discovery.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include <boost/filesystem.hpp>
+
+namespace fs = boost::filesystem;
+
+namespace ge::plugin {
+
+namespace {
+
+// Bounds of a package walk: a plugin folder holding a whole file system (a
+// link loop, a mounted tree) must not stall the listing.
+constexpr int kMaxDepth = 8;
+constexpr std::size_t kMaxFiles = 10000;
+
+bool IsUnder(const std::string& path, const std::string& root) {
+  return path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+         (root == "/" || path[root.size()] == '/');
+}
+
+bool IsIdentifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (unsigned char c : s) {
+    if (!(std::isalnum(c) || c == '_') || c >= 0x80) return false;
+  }
+  return true;
+}
+
+std::string Canonical(const fs::path& p) {
+  boost::system::error_code ec;
+  fs::path c = fs::canonical(p, ec);
+  return ec ? p.lexically_normal().string() : c.string();
+}
+
+fs::path Absolute(const std::string& entry, const std::string& base_dir) {
+  fs::path p(entry);
+  if (p.is_absolute()) return p.lexically_normal();
+  boost::system::error_code ec;
+  const fs::path base = base_dir.empty() ? fs::current_path(ec) : fs::path(base_dir);
+  return (base / p).lexically_normal();
+}
+
+std::string LinkTarget(const fs::path& p) {
+  boost::system::error_code ec;
+  const fs::path t = fs::read_symlink(p, ec);
+  return ec ? std::string("?") : t.string();
+}
+
+bool IsPackageDir(const fs::path& p) {
+  boost::system::error_code ec;
+  return fs::is_directory(p, ec) && fs::is_regular_file(p / "__init__.py", ec);
+}
+
+// The `_name.py` files and `_name/` packages of a folder (helper modules of
+// its single-file plugins), in name order.
+std::shared_ptr<const FolderHelpers> HelpersOf(const std::vector<fs::path>& children) {
+  auto h = std::make_shared<FolderHelpers>();
+  for (const auto& c : children) {
+    const std::string name = c.filename().string();
+    if (name.size() < 2 || name[0] != '_' || name == "__pycache__" || name == "__init__.py") continue;
+    boost::system::error_code ec;
+    if ((fs::is_regular_file(c, ec) && c.extension() == ".py") || IsPackageDir(c)) h->paths.push_back(c.string());
+  }
+  if (h->paths.empty()) return nullptr;
+  return h;
+}
+
+std::vector<fs::path> ListSorted(const fs::path& dir, boost::system::error_code& ec) {
+  std::vector<fs::path> children;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) children.push_back(it->path());
+  std::sort(children.begin(), children.end(),
+            [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
+  return children;
+}
+
+std::string UserName(uid_t uid) {
+  if (const passwd* pw = ::getpwuid(uid)) return pw->pw_name;
+  return std::to_string(uid);
+}
+
+// Why one file or folder (not followed when it is a link) is unsafe, or "".
+std::string CheckOne(const std::string& p, uid_t uid) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return {};
+  if (st.st_mode & S_IWOTH) return p + " is writable by others (chmod o-w)";
+  if (st.st_uid != 0 && st.st_uid != uid) {
+    return p + " is owned by user " + UserName(st.st_uid) + ", neither root nor the loading user " + UserName(uid);
+  }
+  return {};
+}
+
+// Walks a package tree (bounded, without __pycache__), calling `visit` for
+// each path; stops at the first non-empty answer.
+template <typename Visit>
+std::string WalkTree(const std::string& dir, Visit visit) {
+  boost::system::error_code ec;
+  fs::recursive_directory_iterator it(dir, ec), end;
+  for (std::size_t n = 0; !ec && it != end && n < kMaxFiles; it.increment(ec), ++n) {
+    if (it->path().filename() == "__pycache__" || it.depth() > kMaxDepth) {
+      it.disable_recursion_pending();
+      if (it->path().filename() == "__pycache__") continue;
+    }
+    if (std::string r = visit(it->path()); !r.empty()) return r;
+  }
+  return {};
+}
+
+std::string TreeReason(const std::string& dir, uid_t uid) {
+  return WalkTree(dir, [&](const fs::path& p) -> std::string {
+    if (auto r = CheckOne(p.string(), uid); !r.empty()) return r;
+    boost::system::error_code ec;
+    if (fs::is_symlink(p, ec)) {
+      const std::string target = Canonical(p);
+      if (!IsUnder(target, dir)) return p.string() + " resolves outside the plugin folder " + dir + " (a symbolic link)";
+    }
+    return {};
+  });
+}
+
+std::string InsecureReason(const Candidate& c, uid_t uid) {
+  if (c.escapes) return c.path + " resolves outside its opp folder " + c.root + " (a symbolic link to " + c.real_path + ")";
+  for (const std::string& p : {c.root, c.path, c.real_path}) {
+    if (auto r = CheckOne(p, uid); !r.empty()) return r;
+  }
+  if (c.is_package) {
+    if (auto r = TreeReason(c.real_path, uid); !r.empty()) return r;
+  }
+  if (c.helpers) {
+    for (const auto& h : c.helpers->paths) {
+      if (auto r = CheckOne(h, uid); !r.empty()) return r;
+      if (IsPackageDir(h)) {
+        if (auto r = TreeReason(Canonical(h), uid); !r.empty()) return r;
+      }
+    }
+  }
+  return {};
+}
+
+class Builder {
+ public:
+  explicit Builder(const DiscoverOptions& o) : opts_(o) {}
+
+  void Problem(const std::string& name, const std::string& path, PluginStatus status, const std::string& message) {
+    out_.problems.push_back(ProblemRecord(name, path, status, "discovery", message));
+  }
+
+  void Accept(Candidate c) {
+    if (!seen_.insert(c.real_path).second) return;  // the same file reached twice is one plugin
+    if (!IsIdentifier(c.name)) {
+      Problem(c.name, c.path, PluginStatus::kError,
+              "plugin name '" + c.name + "' (" + c.path +
+                  ") is not a valid Python module name (letters, digits and '_', not starting with a digit)");
+      return;
+    }
+    auto [it, fresh] = owners_.emplace(c.name, c.path);
+    if (!fresh) {
+      PluginRecord r = ProblemRecord(c.name, c.path, PluginStatus::kConflict, "conflict",
+                                     "plugin name '" + c.name + "' of " + c.path + " is already used by " + it->second +
+                                         " (plugin names are unique over the opp path; first in path order wins)");
+      r.conflicts_with = it->second;
+      out_.problems.push_back(std::move(r));
+      return;
+    }
+    if (opts_.check_safety) c.insecure = InsecureReason(c, opts_.uid);
+    out_.plugins.push_back(std::move(c));
+  }
+
+  // A child of an opp folder (or a file entry): a plugin, a helper, a dangling
+  // link, or nothing.
+  void Child(const fs::path& p, const std::string& root, const std::shared_ptr<const FolderHelpers>& helpers) {
+    const std::string name = p.filename().string();
+    if (name.empty() || name[0] == '_' || name[0] == '.') return;  // helpers, __pycache__, hidden files
+    boost::system::error_code ec;
+    const fs::file_status link_st = fs::symlink_status(p, ec);
+    const bool link = fs::is_symlink(link_st);
+    const fs::file_status st = fs::status(p, ec);
+    if (link && !fs::exists(st)) {
+      if (p.extension() == ".py" || p.extension().empty()) {
+        Problem(p.stem().string(), p.string(), PluginStatus::kMissing,
+                p.string() + " is a symbolic link to " + LinkTarget(p) + ", which does not exist");
+      }
+      return;
+    }
+    Candidate c;
+    if (fs::is_regular_file(st) && p.extension() == ".py") {
+      c.name = p.stem().string();
+      c.helpers = helpers;
+    } else if (fs::is_directory(st) && IsPackageDir(p)) {
+      c.name = name;
+      c.is_package = true;
+    } else {
+      return;
+    }
+    c.path = p.string();
+    c.root = root;
+    c.real_path = link ? Canonical(p) : p.string();
+    c.escapes = link && !IsUnder(c.real_path, root);
+    Accept(std::move(c));
+  }
+
+  void Folder(const fs::path& dir, const std::string& shown) {
+    const std::string root = Canonical(dir);
+    boost::system::error_code ec;
+    std::vector<fs::path> children = ListSorted(root, ec);
+    if (ec) {
+      Problem(dir.filename().string(), shown, PluginStatus::kError,
+              "cannot list opp folder " + shown + ": " + ec.message());
+      return;
+    }
+    const auto helpers = HelpersOf(children);
+    for (const auto& c : children) Child(c, root, helpers);
+  }
+
+  // A `.py` file named directly: its folder is canonical, its own name kept.
+  void File(const fs::path& abs) {
+    const fs::path folder(Canonical(abs.parent_path()));
+    const fs::path p = folder / abs.filename();
+    boost::system::error_code ec;
+    const auto helpers = HelpersOf(ListSorted(folder, ec));
+    Candidate c;
+    c.name = p.stem().string();
+    c.path = p.string();
+    c.real_path = Canonical(p);
+    c.root = fs::path(c.real_path).parent_path().string();  // named directly: its own folder is its opp folder
+    c.helpers = helpers;
+    Accept(std::move(c));
+  }
+
+  void Package(const fs::path& abs) {
+    const fs::path folder(Canonical(abs.parent_path()));
+    const fs::path p = folder / abs.filename();
+    Candidate c;
+    c.name = p.filename().string();
+    c.path = p.string();
+    c.real_path = Canonical(p);
+    c.root = fs::path(c.real_path).parent_path().string();
+    c.is_package = true;
+    Accept(std::move(c));
+  }
+
+  // Missing entries and dangling links named directly.
+  bool Exists(const fs::path& abs, const std::string& entry) {
+    boost::system::error_code ec;
+    const fs::file_status st = fs::status(abs, ec);
+    if (fs::exists(st)) return true;
+    const std::string name = abs.filename().string();
+    if (fs::is_symlink(fs::symlink_status(abs, ec))) {
+      Problem(name, abs.string(), PluginStatus::kMissing,
+              "opp path entry " + entry + " is a symbolic link to " + LinkTarget(abs) + ", which does not exist");
+    } else {
+      Problem(name, abs.string(), PluginStatus::kMissing, "opp path entry " + entry + " does not exist");
+    }
+    return false;
+  }
+
+  Discovery Take() { return std::move(out_); }
+
+ private:
+  const DiscoverOptions& opts_;
+  Discovery out_;
+  std::set<std::string> seen_;
+  std::map<std::string, std::string> owners_;  // plugin name -> path of its first plugin
+};
+
+}  // namespace
+
+std::vector<std::string> SplitOppPath(const std::string& value) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    std::size_t end = value.find(':', start);
+    if (end == std::string::npos) end = value.size();
+    if (end > start) out.push_back(value.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string InsecureMessage(const std::string& reason) {
+  return "refused: " + reason + " (allow with --allow-insecure)";
+}
+
+bool IsPackageFolder(const std::string& path) { return IsPackageDir(fs::path(path)); }
+
+Discovery Discover(const std::vector<std::string>& entries, const DiscoverOptions& options, const std::string& base_dir) {
+  Builder b(options);
+  for (const auto& entry : entries) {
+    const fs::path abs = Absolute(entry, base_dir);
+    if (!b.Exists(abs, entry)) continue;
+    boost::system::error_code ec;
+    const fs::file_status st = fs::status(abs, ec);
+    if (fs::is_regular_file(st) && abs.extension() == ".py") {
+      b.File(abs);
+    } else if (fs::is_directory(st)) {
+      b.Folder(abs, entry);
+    } else {
+      b.Problem(abs.filename().string(), abs.string(), PluginStatus::kError,
+                "opp path entry " + entry + " is neither a .py file nor a folder");
+    }
+  }
+  return b.Take();
+}
+
+Discovery DiscoverOne(const std::string& path, const DiscoverOptions& options, const std::string& base_dir) {
+  Builder b(options);
+  const fs::path abs = Absolute(path, base_dir);
+  if (b.Exists(abs, path)) {
+    boost::system::error_code ec;
+    const fs::file_status st = fs::status(abs, ec);
+    if (fs::is_regular_file(st) && abs.extension() == ".py") {
+      b.File(abs);
+    } else if (IsPackageDir(abs)) {
+      b.Package(abs);
+    } else {
+      b.Problem(abs.filename().string(), abs.string(), PluginStatus::kError,
+                path + " is not one plugin (a .py file or a package folder with __init__.py)");
+    }
+  }
+  return b.Take();
+}
+
+// ---- stamps -----------------------------------------------------------------------------------
+
+namespace {
+
+constexpr uint64_t kFnvBasis = 1469598103934665603ULL;
+constexpr uint64_t kFnvPrime = 1099511628211ULL;
+
+void Fnv(uint64_t& h, const void* data, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * kFnvPrime;
+}
+
+struct StampBuilder {
+  Stamp s;
+  uint64_t inodes = kFnvBasis;
+  uint64_t hash = kFnvBasis;
+  bool with_hash = false;
+
+  void File(const std::string& full, const std::string& rel) {
+    struct stat st {};
+    if (::stat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+    s.mtime_ns = std::max<int64_t>(s.mtime_ns, int64_t{st.st_mtim.tv_sec} * 1000000000LL + st.st_mtim.tv_nsec);
+    s.ctime_ns = std::max<int64_t>(s.ctime_ns, int64_t{st.st_ctim.tv_sec} * 1000000000LL + st.st_ctim.tv_nsec);
+    s.size += static_cast<uint64_t>(st.st_size);
+    s.files += 1;
+    Fnv(inodes, rel.data(), rel.size() + 1);
+    const uint64_t ino = st.st_ino;
+    Fnv(inodes, &ino, sizeof(ino));
+    if (!with_hash) return;
+    Fnv(hash, rel.data(), rel.size() + 1);
+    const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return;
+    char buf[65536];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) Fnv(hash, buf, static_cast<std::size_t>(n));
+    ::close(fd);
+  }
+
+  // Every file of a package tree but bytecode, in name order.
+  void Tree(const std::string& dir, const std::string& prefix) {
+    std::vector<std::string> files;
+    WalkTree(dir, [&](const fs::path& p) -> std::string {
+      boost::system::error_code ec;
+      if (p.extension() != ".pyc" && fs::is_regular_file(p, ec)) files.push_back(p.string());
+      return {};
+    });
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) File(f, prefix + f.substr(dir.size()));
+  }
+};
+
+}  // namespace
+
+Stamp ComputeStamp(const Candidate& c, bool with_hash) {
+  StampBuilder b;
+  b.with_hash = with_hash;
+  if (c.is_package) {
+    b.Tree(c.real_path, "");
+  } else {
+    b.File(c.real_path, "");
+  }
+  if (c.helpers) {
+    for (const auto& h : c.helpers->paths) {
+      const std::string rel = "../" + fs::path(h).filename().string();
+      if (IsPackageDir(h)) {
+        b.Tree(Canonical(h), rel);
+      } else {
+        b.File(h, rel);
+      }
+    }
+  }
+  b.s.inodes = b.inodes;
+  if (with_hash) {
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(b.hash));
+    b.s.hash = buf;
+  }
+  return b.s;
+}
+
+bool StillFresh(const Candidate& c, const Stamp& old) {
+  if (ComputeStamp(c, false).SameMeta(old)) return true;
+  return !old.hash.empty() && ComputeStamp(c, true).hash == old.hash;
+}
+
+}  // namespace ge::plugin

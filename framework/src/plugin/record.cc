@@ -1,0 +1,279 @@
+// record.cc: see ge/plugin/record.h. The only place a plugin record becomes
+// JSON and back.
+#include "ge/plugin/record.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include <array>
+#include <ostream>
+#include <cstdint>
+#include <set>
+#include <utility>
+
+#include "ge/text.h"
+
+namespace ge::plugin {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::array<std::pair<PluginStatus, std::string_view>, 9> kStatusNames{{
+    {PluginStatus::kOk, "ok"},
+    {PluginStatus::kError, "error"},
+    {PluginStatus::kConflict, "conflict"},
+    {PluginStatus::kInsecure, "insecure"},
+    {PluginStatus::kMissing, "missing"},
+    {PluginStatus::kSkipped, "skipped"},
+    {PluginStatus::kCrashed, "crashed"},
+    {PluginStatus::kHung, "hung"},
+    {PluginStatus::kExited, "exited"},
+}};
+
+const std::set<std::string> kIsolations{"", "subinterpreter", "main", "process"};
+
+// Reads typed fields of one JSON object, remembering the first problem.
+class Reader {
+ public:
+  Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {}
+
+  bool String(const char* key, std::string& out, bool required = false, bool is_path = false) {
+    const json* v = Find(key, required);
+    if (v == nullptr) return !required;
+    if (!v->is_string()) return Fail(std::string("field '") + key + "' must be a string, got " + v->type_name());
+    if (!is_path) {
+      out = v->get<std::string>();
+      return true;
+    }
+    std::optional<std::string> p = ParsePathText(v->get_ref<const std::string&>());
+    if (!p) return Fail(std::string("field '") + key + "' is not a path spelling (a lone backslash or a bad \\x escape)");
+    out = std::move(*p);
+    return true;
+  }
+  template <typename T>
+  bool Integer(const char* key, T& out, T lo, T hi, bool required = false) {
+    const json* v = Find(key, required);
+    if (v == nullptr) return !required;
+    if (!v->is_number_integer()) return Fail(std::string("field '") + key + "' must be an integer, got " + v->type_name());
+    if (v->is_number_unsigned() ? v->get<uint64_t>() > static_cast<uint64_t>(hi)
+                                : (v->get<int64_t>() < static_cast<int64_t>(lo) ||
+                                   (hi <= static_cast<T>(INT64_MAX) && v->get<int64_t>() > static_cast<int64_t>(hi)))) {
+      return Fail(std::string("field '") + key + "' is out of range");
+    }
+    out = v->is_number_unsigned() ? static_cast<T>(v->get<uint64_t>()) : static_cast<T>(v->get<int64_t>());
+    return true;
+  }
+  bool Number(const char* key, double& out) {
+    const json* v = Find(key, false);
+    if (v == nullptr) return true;
+    if (!v->is_number()) return Fail(std::string("field '") + key + "' must be a number, got " + v->type_name());
+    out = v->get<double>();
+    return true;
+  }
+  const json* Array(const char* key, bool required) {
+    const json* v = Find(key, required);
+    if (v != nullptr && !v->is_array()) {
+      Fail(std::string("field '") + key + "' must be an array, got " + v->type_name());
+      return nullptr;
+    }
+    return v;
+  }
+  const json* Object(const char* key, bool required) {
+    const json* v = Find(key, required);
+    if (v != nullptr && !v->is_object()) {
+      Fail(std::string("field '") + key + "' must be an object, got " + v->type_name());
+      return nullptr;
+    }
+    return v;
+  }
+  bool Fail(const std::string& why) {
+    if (problem_.empty()) problem_ = where_ + why;
+    return false;
+  }
+  bool ok() const { return problem_.empty(); }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  const json* Find(const char* key, bool required) {
+    auto it = j_.find(key);
+    if (it == j_.end()) {
+      if (required) Fail(std::string("missing field '") + key + "'");
+      return nullptr;
+    }
+    return &*it;
+  }
+  const json& j_;
+  std::string where_;
+  std::string problem_;
+};
+
+}  // namespace
+
+std::string_view StatusName(PluginStatus s) {
+  for (const auto& [st, name] : kStatusNames) {
+    if (st == s) return name;
+  }
+  return "error";
+}
+
+std::ostream& operator<<(std::ostream& os, PluginStatus s) { return os << StatusName(s); }
+
+std::optional<PluginStatus> ParseStatus(std::string_view name) {
+  for (const auto& [st, n] : kStatusNames) {
+    if (n == name) return st;
+  }
+  return std::nullopt;
+}
+
+std::string PluginError::OneLine() const {
+  if (file.empty() || line <= 0) return message;
+  const std::string at = "(at " + file + ":" + std::to_string(line) + ")";
+  if (message.find(at) != std::string::npos) return message;
+  return message + " " + at;
+}
+
+std::vector<std::string> PluginRecord::OpTypes() const {
+  std::vector<std::string> out;
+  for (const auto& op : ops) out.push_back(op.op_type);
+  return out;
+}
+
+PluginRecord ProblemRecord(std::string name, std::string path, PluginStatus status, std::string kind,
+                           std::string message) {
+  PluginRecord r;
+  r.name = std::move(name);
+  r.path = std::move(path);
+  r.status = status;
+  r.error.kind = std::move(kind);
+  r.error.message = std::move(message);
+  return r;
+}
+
+json ToJson(const PluginRecord& r, bool with_detail) {
+  json ops = json::array();
+  for (const auto& op : r.ops) {
+    json o = {{"op_type", Utf8Text(op.op_type)}, {"capabilities", op.capabilities}};
+    if (with_detail && !op.prototype.is_null()) o["prototype"] = op.prototype;
+    ops.push_back(std::move(o));
+  }
+  json j = {{"name", Utf8Text(r.name)},
+            {"path", PathText(r.path)},
+            {"version", Utf8Text(r.version)},
+            {"isolation", r.isolation},
+            {"status", std::string(StatusName(r.status))},
+            {"error", Utf8Text(r.error.OneLine())},
+            {"ops", std::move(ops)}};
+  if (!with_detail) return j;
+  j["description"] = Utf8Text(r.description);
+  if (!r.error.kind.empty()) j["error_kind"] = r.error.kind;
+  if (!r.error.exception.empty()) j["error_type"] = r.error.exception;
+  if (!r.error.file.empty() && r.error.line > 0) {
+    j["error_file"] = PathText(r.error.file);
+    j["error_line"] = r.error.line;
+  }
+  if (!r.error.traceback.empty()) j["details"] = Utf8Text(r.error.traceback);
+  if (!r.conflicts_with.empty()) j["conflicts_with"] = PathText(r.conflicts_with);
+  if (r.status == PluginStatus::kCrashed) {
+    j["signal"] = r.signal;
+    j["signal_name"] = SignalName(r.signal);
+  }
+  if (r.status == PluginStatus::kExited) j["exit_code"] = r.exit_code;
+  if (r.status == PluginStatus::kHung) j["timeout_s"] = r.timeout_s;
+  if (r.stamp) {
+    const Stamp& s = *r.stamp;
+    j["stamp"] = {{"mtime_ns", s.mtime_ns}, {"ctime_ns", s.ctime_ns}, {"size", s.size},
+                  {"files", s.files},       {"inodes", s.inodes},     {"hash", s.hash}};
+  }
+  return j;
+}
+
+std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp_required) {
+  auto fail = [&](const std::string& w) -> std::optional<PluginRecord> {
+    if (why) *why = w;
+    return std::nullopt;
+  };
+  if (!j.is_object()) return fail(std::string("a plugin record must be an object, got ") + j.type_name());
+  PluginRecord r;
+  Reader in(j, "");
+  std::string status, signal_name;
+  in.String("path", r.path, true, true);
+  in.String("status", status, true);
+  in.String("name", r.name);
+  in.String("version", r.version);
+  in.String("description", r.description);
+  in.String("isolation", r.isolation);
+  in.String("error", r.error.message);
+  in.String("error_kind", r.error.kind);
+  in.String("error_type", r.error.exception);
+  in.String("details", r.error.traceback);
+  in.String("error_file", r.error.file, false, true);
+  in.Integer<int>("error_line", r.error.line, 1, INT32_MAX);
+  in.String("conflicts_with", r.conflicts_with, false, true);
+  in.Integer<int>("signal", r.signal, 0, 1024);
+  in.String("signal_name", signal_name);
+  in.Integer<int>("exit_code", r.exit_code, -1, 255);
+  in.Number("timeout_s", r.timeout_s);
+  const json* ops = in.Array("ops", false);
+  const json* stamp = in.Object("stamp", stamp_required);
+  if (!in.ok()) return fail(in.problem());
+  if (stamp != nullptr) {
+    Stamp s;
+    Reader sin(*stamp, "stamp: ");
+    sin.Integer<int64_t>("mtime_ns", s.mtime_ns, INT64_MIN, INT64_MAX, true);
+    sin.Integer<int64_t>("ctime_ns", s.ctime_ns, INT64_MIN, INT64_MAX, true);
+    sin.Integer<uint64_t>("size", s.size, 0, UINT64_MAX, true);
+    sin.Integer<uint64_t>("files", s.files, 0, UINT64_MAX, true);
+    sin.Integer<uint64_t>("inodes", s.inodes, 0, UINT64_MAX, true);
+    sin.String("hash", s.hash, true);
+    if (!sin.ok()) return fail(sin.problem());
+    r.stamp = s;
+  }
+  if (!r.error.file.empty() && r.error.line > 0) {
+    // "error" is the one-line form (ToJson writes OneLine()): keep the bare
+    // message, so that the location is not appended twice when written again.
+    const std::string at = " (at " + Utf8Text(r.error.file) + ":" + std::to_string(r.error.line) + ")";
+    std::string& m = r.error.message;
+    if (m.size() >= at.size() && m.compare(m.size() - at.size(), at.size(), at) == 0) m.resize(m.size() - at.size());
+  }
+  if (r.path.empty()) return fail("field 'path' is empty");
+  if (!kIsolations.count(r.isolation)) return fail("field 'isolation' has an unknown value '" + Abbreviate(r.isolation) + "'");
+  const auto st = ParseStatus(status);
+  if (!st) return fail("field 'status' has an unknown value '" + Abbreviate(status) + "'");
+  r.status = *st;
+  if (r.status == PluginStatus::kOk && ops == nullptr) return fail("missing field 'ops' (status ok)");
+  if (ops != nullptr) {
+    std::size_t i = 0;
+    for (const json& o : *ops) {
+      const std::string where = "ops[" + std::to_string(i++) + "]: ";
+      if (!o.is_object()) return fail(where + "must be an object, got " + o.type_name());
+      OpRecord op;
+      Reader oin(o, where);
+      oin.String("op_type", op.op_type, true);
+      const json* caps = oin.Array("capabilities", true);
+      std::string validation;
+      oin.String("validation", validation);
+      const json* proto = oin.Object("prototype", false);
+      if (!oin.ok()) return fail(oin.problem());
+      for (const json& c : *caps) {
+        if (!c.is_string()) return fail(where + "capabilities must be strings, got " + c.type_name());
+        op.capabilities.push_back(c.get<std::string>());
+      }
+      if (proto != nullptr) {
+        if (proto->contains("signature") && !(*proto)["signature"].is_string()) {
+          return fail(where + "prototype: field 'signature' must be a string, got " + (*proto)["signature"].type_name());
+        }
+        op.prototype = *proto;
+      }
+      r.ops.push_back(std::move(op));
+    }
+  }
+  return r;
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sig > 0 ? sigabbrev_np(sig) : nullptr;
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+}  // namespace ge::plugin

@@ -1,0 +1,38 @@
+// cache_write.h: the registry cache and its listing index, write side, and
+// the warm-listing fast path. The read side (format, validation) is the
+// core's: ge/plugin/cache.h.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ge/plugin/record.h"
+
+namespace ge::registry {
+
+// Writes the cache atomically (WriteFileDurably): every record with its detail.
+bool SaveCache(const std::string& path, const std::vector<std::string>& entries,
+               const std::map<std::string, plugin::PluginRecord>& records, std::string* why);
+
+// ---- the listing index (<cache>.list) ------------------------------------------------------
+// A line-oriented companion of the cache for the warm `ge-plugin-ls --json`
+// path: a header, the cache file's identity, the opp path, then per plugin
+// its path, stamp and summary (one JSON line), then a checksum line. Written
+// atomically after each refresh (by ge-plugin-ls and by the daemon); never
+// trusted when stale, edited, cut or reordered.
+bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>& entries,
+                   const std::vector<plugin::PluginRecord>& ordered, std::string* why);
+// The `plugins` JSON array text when the index is fresh for `entries`: the
+// same plugins are discovered, each with the same stamp, none is insecure
+// (unless allow_insecure), and discovery finds no problem. nullopt otherwise.
+std::optional<std::string> FreshListJson(const std::string& cache_path, const std::vector<std::string>& entries,
+                                         bool allow_insecure);
+
+// Writes `text` to `path` as durably as a file can be: a temporary file in the
+// same folder, fsync, rename over `path`, fsync of the folder. Readers see the
+// old file or the new one, never a part.
+bool WriteFileDurably(const std::string& path, const std::string& text, std::string* why);
+
+}  // namespace ge::registry

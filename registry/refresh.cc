@@ -1,0 +1,129 @@
+// refresh.cc: see refresh.h.
+#include "refresh.h"
+
+#include <unistd.h>
+
+#include <set>
+
+#include "ge/plugin/discovery.h"
+
+namespace ge::registry {
+
+using plugin::PluginRecord;
+using plugin::PluginStatus;
+
+std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::map<std::string, PluginRecord>& records,
+                                  const RefreshOptions& opts, RefreshStats* stats, bool force,
+                                  const std::vector<std::string>& force_paths) {
+  plugin::DiscoverOptions dopts;
+  dopts.uid = ::geteuid();
+  dopts.check_safety = !opts.allow_insecure;
+  const plugin::Discovery found = plugin::Discover(entries, dopts);
+  std::vector<std::string> to_scan;
+  std::map<std::string, plugin::Stamp> stamps;
+  std::set<std::string> live;
+  RefreshStats st;
+  st.discovered = found.plugins.size();
+  const std::set<std::string> forced(force_paths.begin(), force_paths.end());
+  for (const auto& c : found.plugins) {
+    live.insert(c.path);
+    plugin::Stamp now = plugin::ComputeStamp(c, false);
+    auto it = records.find(c.path);
+    bool fresh = false;
+    if (it != records.end() && it->second.stamp && !force && !forced.count(c.path)) {
+      const plugin::Stamp& old = *it->second.stamp;
+      if (old.SameMeta(now)) {
+        fresh = true;
+        now.hash = old.hash;
+      } else {
+        now = plugin::ComputeStamp(c, true);
+        if (!old.hash.empty() && old.hash == now.hash) {  // touched, not changed: keep the verdict
+          it->second.stamp = now;
+          fresh = true;
+        }
+      }
+    }
+    if (now.hash.empty()) now = plugin::ComputeStamp(c, true);
+    // The safety verdict is taken every time (permissions change without content).
+    if (!c.insecure.empty()) {
+      PluginRecord r = plugin::ProblemRecord(c.name, c.path, PluginStatus::kInsecure, "insecure",
+                                             plugin::InsecureMessage(c.insecure));
+      r.stamp = now;
+      records[c.path] = std::move(r);
+      continue;
+    }
+    if (fresh && it->second.status != PluginStatus::kInsecure) {
+      ++st.reused;
+      continue;
+    }
+    stamps[c.path] = now;
+    to_scan.push_back(c.path);
+  }
+  if (opts.no_scan) {
+    st.scanned = to_scan.size();
+    to_scan.clear();
+  }
+  if (!to_scan.empty()) {
+    ScanOptions scan = opts.scan;
+    scan.allow_insecure = opts.allow_insecure;  // the child's host decides with the same rule
+    std::vector<PluginRecord> scanned = ScanPlugins(to_scan, scan);
+    for (std::size_t i = 0; i < to_scan.size(); ++i) {
+      PluginRecord& r = scanned[i];
+      r.path = to_scan[i];
+      r.stamp = stamps[to_scan[i]];
+      records[to_scan[i]] = std::move(r);
+    }
+  }
+  if (!opts.no_scan) st.scanned = to_scan.size();
+  for (auto it = records.begin(); it != records.end();) {
+    if (!live.count(it->first)) {
+      it = records.erase(it);
+      ++st.removed;
+    } else {
+      ++it;
+    }
+  }
+  // Discovery names come from the file system: they always win over what a
+  // plugin says (a plugin cannot claim another's name or path).
+  std::vector<PluginRecord> ordered;
+  for (const auto& c : found.plugins) {
+    PluginRecord& r = records[c.path];
+    r.name = c.name;
+    ordered.push_back(r);
+  }
+  for (const auto& p : found.problems) ordered.push_back(p);
+  if (stats) *stats = st;
+  return ResolveConflicts(std::move(ordered));
+}
+
+std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
+  std::map<std::string, std::string> owner;  // op_type -> path
+  for (auto& r : ordered) {
+    // A record keeps its scan verdict; conflicts are decided here, afresh.
+    if (r.status == PluginStatus::kConflict && r.error.kind == "conflict" && !r.ops.empty()) {
+      r.status = PluginStatus::kOk;
+      r.error = {};
+      r.conflicts_with.clear();
+    }
+    if (r.status != PluginStatus::kOk) continue;
+    bool clash = false;
+    for (const auto& op : r.ops) {
+      auto it = owner.find(op.op_type);
+      if (it != owner.end()) {
+        r.status = PluginStatus::kConflict;
+        r.error = {};
+        r.error.kind = "conflict";
+        r.error.message = "op_type '" + op.op_type + "' from " + r.path + " conflicts with the one from " + it->second +
+                          " (first in path order wins)";
+        r.conflicts_with = it->second;
+        clash = true;
+        break;
+      }
+    }
+    if (clash) continue;
+    for (const auto& op : r.ops) owner[op.op_type] = r.path;
+  }
+  return ordered;
+}
+
+}  // namespace ge::registry

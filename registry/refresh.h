@@ -1,0 +1,43 @@
+// refresh.h: the registry's state, refreshed incrementally: which plugins the
+// opp path holds (ge/plugin/discovery.h), which records are still fresh
+// (their stamp), which must be scanned again (scan.h), and "first in path
+// order wins" over op_types.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ge/plugin/record.h"
+#include "scan.h"
+
+namespace ge::registry {
+
+struct RefreshOptions {
+  bool allow_insecure = false;
+  bool no_scan = false;  // only find out what would be scanned (stats.scanned)
+  ScanOptions scan;
+};
+struct RefreshStats {
+  std::size_t discovered = 0, scanned = 0, reused = 0, removed = 0;
+};
+
+// `records` (by plugin path) is updated in place for the plugins of
+// `entries`: unchanged plugins (ge::plugin::StillFresh) keep their record
+// (a touched one gets its new stamp); changed, new or forced ones are
+// rescanned; insecure ones get an "insecure" record without being scanned;
+// vanished ones are dropped. Returns the records in path order, discovery
+// problems (missing entries, dangling links, name conflicts) after them,
+// with ResolveConflicts applied.
+std::vector<plugin::PluginRecord> Refresh(const std::vector<std::string>& entries,
+                                          std::map<std::string, plugin::PluginRecord>& records,
+                                          const RefreshOptions& opts, RefreshStats* stats = nullptr,
+                                          bool force = false, const std::vector<std::string>& force_paths = {});
+
+// Applies "first in path order wins" over records in path order: a plugin
+// whose op_type an earlier ok plugin defines becomes "conflict" naming both
+// (the same rule and message as the engine's host).
+std::vector<plugin::PluginRecord> ResolveConflicts(std::vector<plugin::PluginRecord> ordered);
+
+}  // namespace ge::registry

@@ -1,0 +1,46 @@
+// scan.h: the out-of-process scan, parent side. Plugins are imported by
+// ge-plugin-scan children (scan_child.cc), never in the registry's own
+// process; a child that crashes, hangs or exits marks only the plugin it was
+// loading. Protocol (internal, both ends built together): the parent writes
+// the plugin paths NUL-terminated on the child's stdin (a path may hold any
+// byte but NUL); the child answers on stdout, per plugin, a line
+// {"begin": PATH} before loading it and the plugin's record
+// (ge::plugin::ToJson) after, paths in the PathText spelling (ge/text.h).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ge/plugin/record.h"
+
+namespace ge::registry {
+
+// Seconds a plugin may take to load when scanned (ge-plugin-ls --timeout,
+// ge-plugin-registryd --timeout); past it the child is killed and the plugin
+// marked "hung".
+inline constexpr double kDefaultScanTimeoutS = 10.0;
+
+struct ScanOptions {
+  std::string scanner;                      // ge-plugin-scan executable; empty: DefaultScanner()
+  double timeout_s = kDefaultScanTimeoutS;  // per plugin
+  int jobs = 2;                             // scanner children in parallel
+  std::size_t batch = 1000;                 // plugins per child (a child unloads each plugin after scanning it)
+  std::string log_level;                    // passed to the children
+  bool quiet_children = false;              // children's stderr to /dev/null
+  bool allow_insecure = false;              // passed to the children (--allow-insecure)
+  std::function<void(std::size_t done, std::size_t total)> progress;
+};
+
+// Scans `paths` (plugin paths as discovery gives them) out of process;
+// returns one record per path, in the same order. A child that crashes, hangs
+// or exits marks only the plugin being scanned ("crashed" with the signal,
+// "hung", "exited" with the code); a malformed answer is an "error" naming
+// the field. Blocks until every path has a record.
+std::vector<plugin::PluginRecord> ScanPlugins(const std::vector<std::string>& paths, const ScanOptions& opts);
+
+// $GE_PLUGIN_SCAN, else ge-plugin-scan next to the running executable.
+std::string DefaultScanner();
+
+}  // namespace ge::registry

@@ -1,0 +1,231 @@
+// The core's plugin pieces without Python: discovery rules, stamps, the path
+// spelling and the plugin record's JSON.
+#define BOOST_TEST_MODULE plugin_core
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <boost/filesystem.hpp>
+
+#include "ge/plugin/cache.h"
+#include "ge/plugin/discovery.h"
+#include "ge/plugin/record.h"
+#include "ge/text.h"
+
+namespace fs = boost::filesystem;
+using namespace ge;
+using namespace ge::plugin;
+
+namespace {
+
+struct TempDir {
+  fs::path dir;
+  TempDir() {
+    dir = fs::temp_directory_path() / fs::unique_path("ge-core-%%%%-%%%%");
+    fs::create_directories(dir);
+    ::chmod(dir.c_str(), 0755);
+    dir = fs::canonical(dir);
+  }
+  ~TempDir() {
+    boost::system::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  fs::path Write(const std::string& rel, const std::string& text = "X = 1\n", mode_t mode = 0644) const {
+    const fs::path p = dir / rel;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p.string()) << text;
+    ::chmod(p.c_str(), mode);
+    return p;
+  }
+};
+
+DiscoverOptions Opts() {
+  DiscoverOptions o;
+  o.uid = ::geteuid();
+  return o;
+}
+
+const Candidate* Find(const Discovery& d, const std::string& name) {
+  for (const auto& c : d.plugins) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+const PluginRecord* Problem(const Discovery& d, const std::string& name) {
+  for (const auto& r : d.problems) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(path_text_is_lossless_and_one_spelling) {
+  const std::string raw = std::string("/o\xff/caf\xc3\xa9\\x41/a\xfe.py");
+  const std::string text = PathText(raw);
+  BOOST_CHECK_EQUAL(text, "/o\\xff/caf\xc3\xa9\\\\x41/a\\xfe.py");
+  BOOST_REQUIRE(ParsePathText(text).has_value());
+  BOOST_CHECK(*ParsePathText(text) == raw);
+  BOOST_CHECK_EQUAL(PathText("/plain/path.py"), "/plain/path.py");  // almost all paths: unchanged
+  BOOST_CHECK(!ParsePathText("a\\").has_value());     // a lone backslash
+  BOOST_CHECK(!ParsePathText("a\\xg0").has_value());  // a bad escape
+  // Overlong forms and surrogates are not valid UTF-8: escaped byte by byte.
+  BOOST_CHECK_EQUAL(PathText("\xc0\xaf"), "\\xc0\\xaf");
+  BOOST_CHECK_EQUAL(PathText("\xed\xa0\x80"), "\\xed\\xa0\\x80");
+}
+
+BOOST_AUTO_TEST_CASE(discovery_names_plugins_by_their_own_entry) {
+  TempDir t;
+  t.Write("opp/_impl_d.py");
+  fs::create_symlink("_impl_d.py", t.dir / "opp" / "d.py");
+  t.Write("opp/pk/__init__.py");
+  t.Write("opp/_helper.py");
+  t.Write("opp/.hidden.py");
+  t.Write("opp/not_a_plugin.txt");
+  t.Write("opp/bad-name.py");
+  const Discovery d = Discover({(t.dir / "opp").string()}, Opts());
+  BOOST_REQUIRE(Find(d, "d") != nullptr);
+  BOOST_CHECK_EQUAL(Find(d, "d")->path, (t.dir / "opp" / "d.py").string());
+  BOOST_CHECK_EQUAL(Find(d, "d")->real_path, (t.dir / "opp" / "_impl_d.py").string());
+  BOOST_CHECK(Find(d, "d")->insecure.empty());
+  BOOST_REQUIRE(Find(d, "pk") != nullptr);
+  BOOST_CHECK(Find(d, "pk")->is_package);
+  BOOST_CHECK(Find(d, "_impl_d") == nullptr && Find(d, "_helper") == nullptr && Find(d, ".hidden") == nullptr);
+  BOOST_REQUIRE(Problem(d, "bad-name") != nullptr);
+  BOOST_CHECK_EQUAL(Problem(d, "bad-name")->status, PluginStatus::kError);
+  BOOST_CHECK(Problem(d, "bad-name")->error.message.find("not a valid Python module name") != std::string::npos);
+  // The single-file plugin's helpers are its folder's underscore modules.
+  BOOST_REQUIRE(Find(d, "d")->helpers != nullptr);
+  BOOST_CHECK_EQUAL(Find(d, "d")->helpers->paths.size(), 2u);  // _helper.py, _impl_d.py
+}
+
+BOOST_AUTO_TEST_CASE(discovery_reports_dangling_links_name_conflicts_and_duplicates) {
+  TempDir t;
+  t.Write("a/p.py");
+  t.Write("b/p.py");
+  fs::create_directories(t.dir / "a");
+  fs::create_symlink("gone.py", t.dir / "a" / "c.py");
+  const Discovery d = Discover({(t.dir / "a").string(), (t.dir / "b").string(), (t.dir / "a").string()}, Opts());
+  BOOST_REQUIRE_EQUAL(d.plugins.size(), 1u);  // a/p.py (the folder listed twice gives it once)
+  BOOST_CHECK_EQUAL(d.plugins[0].path, (t.dir / "a" / "p.py").string());
+  const PluginRecord* c = Problem(d, "c");
+  BOOST_REQUIRE(c != nullptr);
+  BOOST_CHECK_EQUAL(c->status, PluginStatus::kMissing);
+  BOOST_CHECK(c->error.message.find("symbolic link to gone.py") != std::string::npos);
+  const PluginRecord* p = Problem(d, "p");
+  BOOST_REQUIRE(p != nullptr);
+  BOOST_CHECK_EQUAL(p->status, PluginStatus::kConflict);
+  BOOST_CHECK_EQUAL(p->path, (t.dir / "b" / "p.py").string());
+  BOOST_CHECK_EQUAL(p->conflicts_with, (t.dir / "a" / "p.py").string());
+}
+
+BOOST_AUTO_TEST_CASE(discovery_gives_the_safety_verdict) {
+  TempDir t;
+  t.Write("opp/ok.py");
+  t.Write("opp/open.py", "X = 1\n", 0666);
+  t.Write("outside/far.py");
+  fs::create_symlink(t.dir / "outside" / "far.py", t.dir / "opp" / "far.py");
+  const Discovery d = Discover({(t.dir / "opp").string()}, Opts());
+  BOOST_CHECK(Find(d, "ok")->insecure.empty());
+  BOOST_CHECK(Find(d, "open")->insecure.find("writable by others") != std::string::npos);
+  BOOST_CHECK(Find(d, "far")->insecure.find("outside its opp folder") != std::string::npos);
+  DiscoverOptions no_check = Opts();
+  no_check.check_safety = false;
+  BOOST_CHECK(Find(Discover({(t.dir / "opp").string()}, no_check), "open")->insecure.empty());
+}
+
+BOOST_AUTO_TEST_CASE(discover_one_takes_a_package_folder_as_one_plugin) {
+  TempDir t;
+  t.Write("opp/pk/__init__.py");
+  t.Write("opp/pk/helpers.py");
+  const Discovery one = DiscoverOne((t.dir / "opp" / "pk").string(), Opts());
+  BOOST_REQUIRE_EQUAL(one.plugins.size(), 1u);
+  BOOST_CHECK(one.plugins[0].is_package && one.plugins[0].name == "pk");
+  const Discovery folder = DiscoverOne((t.dir / "opp").string(), Opts());
+  BOOST_CHECK(folder.plugins.empty());
+  BOOST_REQUIRE_EQUAL(folder.problems.size(), 1u);
+  BOOST_CHECK(folder.problems[0].error.message.find("is not one plugin") != std::string::npos);
+  BOOST_CHECK(IsPackageFolder((t.dir / "opp" / "pk").string()) && !IsPackageFolder((t.dir / "opp").string()));
+}
+
+BOOST_AUTO_TEST_CASE(a_stamp_sees_an_edit_that_keeps_size_and_mtime) {
+  TempDir t;
+  const fs::path p = t.Write("opp/p.py", "OP = 'Old'\n");
+  t.Write("opp/_h.py", "V = 1\n");
+  const Candidate c = *Find(Discover({(t.dir / "opp").string()}, Opts()), "p");
+  const Stamp before = ComputeStamp(c, true);
+  struct stat st {};
+  ::stat(p.c_str(), &st);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a later ctime
+  std::ofstream(p.string()) << "OP = 'New'\n";
+  const timespec times[2] = {st.st_atim, st.st_mtim};
+  ::utimensat(AT_FDCWD, p.c_str(), times, 0);
+  const Stamp after = ComputeStamp(c, true);
+  BOOST_CHECK_EQUAL(after.size, before.size);
+  BOOST_CHECK_EQUAL(after.mtime_ns, before.mtime_ns);
+  BOOST_CHECK(!after.SameMeta(before));
+  BOOST_CHECK(!StillFresh(c, before));
+  BOOST_CHECK(StillFresh(c, after));
+  // A helper's edit changes the plugin's stamp too.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  t.Write("opp/_h.py", "V = 2\n");
+  BOOST_CHECK(!StillFresh(c, after));
+  // A touch without a content change keeps it fresh (the hash decides).
+  const Stamp now = ComputeStamp(c, true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::utimensat(AT_FDCWD, p.c_str(), nullptr, 0);
+  BOOST_CHECK(!ComputeStamp(c, false).SameMeta(now));
+  BOOST_CHECK(StillFresh(c, now));
+}
+
+BOOST_AUTO_TEST_CASE(a_record_round_trips_through_json) {
+  PluginRecord r;
+  r.name = "p";
+  r.path = "/o\xff/p.py";
+  r.version = "1.0";
+  r.isolation = "subinterpreter";
+  r.status = PluginStatus::kError;
+  r.error.kind = "import";
+  r.error.exception = "SyntaxError";
+  r.error.message = "/o\xff/p.py: SyntaxError: invalid syntax";
+  r.error.file = "/o\xff/p.py";
+  r.error.line = 3;
+  r.error.traceback = "Traceback ...";
+  r.stamp = Stamp{1, 2, 3, 4, 5, "abc"};
+  const nlohmann::json j = ToJson(r);
+  BOOST_CHECK_EQUAL(j["path"].get<std::string>(), "/o\\xff/p.py");
+  BOOST_CHECK_EQUAL(j["error_line"].get<int>(), 3);
+  std::string why;
+  const auto back = FromJson(j, &why, /*stamp_required=*/true);
+  BOOST_REQUIRE_MESSAGE(back.has_value(), why);
+  BOOST_CHECK(back->path == r.path);
+  BOOST_CHECK(back->error.file == r.error.file);
+  BOOST_CHECK_EQUAL(back->error.kind, "import");
+  BOOST_CHECK_EQUAL(back->error.exception, "SyntaxError");
+  BOOST_CHECK_EQUAL(back->status, PluginStatus::kError);
+  BOOST_CHECK(back->stamp->SameMeta(*r.stamp) && back->stamp->hash == "abc");
+  // The one-line error is stable through a round trip (no second "(at ...)").
+  BOOST_CHECK_EQUAL(ToJson(*back)["error"], j["error"]);
+}
+
+BOOST_AUTO_TEST_CASE(a_malformed_record_names_its_field) {
+  std::string why;
+  BOOST_CHECK(!FromJson({{"path", "/p.py"}, {"status", "ok"}, {"stamp", {{"mtime_ns", "x"}}}}, &why, true));
+  BOOST_CHECK_MESSAGE(why.find("stamp: field 'mtime_ns' must be an integer") != std::string::npos, why);
+  BOOST_CHECK(!FromJson({{"path", "/p.py"}, {"status", "weird"}}, &why));
+  BOOST_CHECK_MESSAGE(why.find("field 'status' has an unknown value 'weird'") != std::string::npos, why);
+  BOOST_CHECK(!FromJson({{"path", "/p.py"}, {"status", "ok"}}, &why));
+  BOOST_CHECK_MESSAGE(why.find("missing field 'ops'") != std::string::npos, why);
+  BOOST_CHECK(!FromJson({{"path", "/p\\q.py"}, {"status", "error"}}, &why));
+  BOOST_CHECK_MESSAGE(why.find("not a path spelling") != std::string::npos, why);
+  BOOST_CHECK(!FromJson({{"path", "/p.py"}, {"status", "error"}, {"error_line", 0}}, &why));
+  BOOST_CHECK_MESSAGE(why.find("error_line") != std::string::npos, why);
+}
