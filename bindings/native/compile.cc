@@ -174,18 +174,18 @@ Status InvokeCompile(PyObject* method, PyObject* revalidate, PyObject* ctx_var, 
   LeaseScope scope(lease);
   try {
     if (revalidate != nullptr && revalidate != Py_None) {
-      PyRef ok(PyObject_CallNoArgs(revalidate));  // compile is checked again on every call
+      OwnedRef ok = OwnedRef::Steal(PyObject_CallNoArgs(revalidate));  // compile is checked again on every call
       if (ok.get() == nullptr) return PythonErrorStatus(site, keep_python_error);
     }
     const OpSchema& schema = ctx->GetSchema();
     const std::size_t n_in = schema.inputs.size();
-    PyRef args(PyTuple_New(static_cast<Py_ssize_t>(n_in + schema.outputs.size())));
+    OwnedRef args = OwnedRef::Steal(PyTuple_New(static_cast<Py_ssize_t>(n_in + schema.outputs.size())));
     if (args.get() == nullptr) bp::throw_error_already_set();
     SetEntryArgs(args.get(), 0, DynamicInputs(schema), ctx->InputLayout(),
                  [ctx](std::size_t i) { return ctx->GetInputTensor(i); }, lease, /*with_data=*/false);
     SetEntryArgs(args.get(), static_cast<Py_ssize_t>(n_in), DynamicOutputs(schema), ctx->OutputLayout(),
                  [ctx](std::size_t i) { return ctx->GetOutputTensor(i); }, lease, /*with_data=*/false);
-    PyRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
+    OwnedRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
     bp::object ctx_obj(CompileCtxView{ctx, nullptr, lease});
     bp::object plat_obj(PlatformView{ctx, lease});
     return CallSchemaBound(method, args.get(), kwargs.get(), {{ctx_var, ctx_obj.ptr()}, {platform_var, plat_obj.ptr()}},

@@ -232,9 +232,9 @@ void SetEntryArgs(PyObject* tuple, Py_ssize_t offset, const std::vector<bool>& d
   }
 }
 
-PyRef AttrKwargs(const OpSchema& schema, const RuntimeAttrs& attrs, const LeasePtr& lease) {
-  if (schema.attrs.empty()) return PyRef();
-  PyRef kwargs(PyDict_New());
+OwnedRef AttrKwargs(const OpSchema& schema, const RuntimeAttrs& attrs, const LeasePtr& lease) {
+  if (schema.attrs.empty()) return OwnedRef();
+  OwnedRef kwargs = OwnedRef::Steal(PyDict_New());
   if (kwargs.get() == nullptr) bp::throw_error_already_set();
   for (std::size_t i = 0; i < schema.attrs.size(); ++i) {
     bp::object v = AttrToPython(attrs.At(i), lease);
@@ -260,7 +260,7 @@ Status CppErrorStatus(const CallSite& site, const std::exception& e) {
 Status CallSchemaBound(PyObject* method, PyObject* args, PyObject* kwargs,
                        const std::vector<std::pair<PyObject*, PyObject*>>& bindings, const CallSite& site,
                        bool keep_python_error) {
-  std::vector<PyRef> tokens;
+  std::vector<OwnedRef> tokens;
   tokens.reserve(bindings.size());
   auto reset = [&]() {
     PyObject *t, *v, *tb;
@@ -276,9 +276,9 @@ Status CallSchemaBound(PyObject* method, PyObject* args, PyObject* kwargs,
       reset();
       return PythonErrorStatus(site, keep_python_error);
     }
-    tokens.emplace_back(token);
+    tokens.push_back(OwnedRef::Steal(token));
   }
-  PyRef result(PyObject_Call(method, args, kwargs));
+  OwnedRef result = OwnedRef::Steal(PyObject_Call(method, args, kwargs));
   reset();
   if (result.get() == nullptr) return PythonErrorStatus(site, keep_python_error);
   if (result.get() != Py_None) {
@@ -296,11 +296,11 @@ Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContex
   LeaseScope scope(lease);  // expires every view handed out below, on every path
   try {
     const OpSchema& schema = ctx->GetSchema();
-    PyRef args(PyTuple_New(static_cast<Py_ssize_t>(schema.inputs.size())));
+    OwnedRef args = OwnedRef::Steal(PyTuple_New(static_cast<Py_ssize_t>(schema.inputs.size())));
     if (args.get() == nullptr) bp::throw_error_already_set();
     SetEntryArgs(args.get(), 0, DynamicInputs(schema), ctx->InputLayout(),
                  [ctx](std::size_t i) { return ctx->GetInputTensor(i); }, lease, /*with_data=*/true);
-    PyRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
+    OwnedRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
     bp::object ctx_obj = MakeExecCtx(ctx, lease);
     return CallSchemaBound(method, args.get(), kwargs.get(), {{ctx_var, ctx_obj.ptr()}}, site, keep_python_error);
   } catch (const bp::error_already_set&) {

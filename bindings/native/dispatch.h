@@ -23,6 +23,7 @@
 #include "ge/op/op_schema.h"
 #include "ge/op/status.h"
 #include "lease.h"
+#include "py_ref.h"
 
 namespace ge::py {
 
@@ -49,21 +50,6 @@ struct CallSite {
 
 // ---- building blocks of the schema-bound calls (shared by every Invoke*) ----
 
-// An owned PyObject* on the dispatch path; released in the current interpreter.
-class PyRef {
- public:
-  PyRef() = default;
-  explicit PyRef(PyObject* p) : p_(p) {}
-  ~PyRef() { Py_XDECREF(p_); }
-  PyRef(PyRef&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
-  PyRef(const PyRef&) = delete;
-  PyRef& operator=(const PyRef&) = delete;
-  PyObject* get() const noexcept { return p_; }
-
- private:
-  PyObject* p_ = nullptr;
-};
-
 // Flattened instance i of a node's inputs or outputs.
 using TensorGetter = std::function<Tensor*(std::size_t)>;
 
@@ -76,7 +62,7 @@ void SetEntryArgs(PyObject* tuple, Py_ssize_t offset, const std::vector<bool>& d
 std::vector<bool> DynamicInputs(const OpSchema& schema);
 std::vector<bool> DynamicOutputs(const OpSchema& schema);
 // The attributes as keyword arguments (null when the IR has none).
-PyRef AttrKwargs(const OpSchema& schema, const RuntimeAttrs& attrs, const LeasePtr& lease);
+OwnedRef AttrKwargs(const OpSchema& schema, const RuntimeAttrs& attrs, const LeasePtr& lease);
 // Calls method(*args, **kwargs) with each (ContextVar, value) bound for the
 // duration of the call (reset afterwards, in reverse order, keeping the
 // callback's error pending) and checks that it returned None.

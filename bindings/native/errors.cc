@@ -7,6 +7,7 @@
 
 #include "ge/text.h"
 #include "lease.h"
+#include "py_ref.h"
 
 namespace bp = boost::python;
 
@@ -19,20 +20,8 @@ namespace {
   __builtin_unreachable();
 }
 
-// Owning reference that is dropped with the GIL held (the caller's scope).
-struct Ref {
-  PyObject* p = nullptr;
-  Ref() = default;
-  explicit Ref(PyObject* o) : p(o) {}
-  ~Ref() { Py_XDECREF(p); }
-  Ref(const Ref&) = delete;
-  Ref& operator=(const Ref&) = delete;
-  PyObject* get() const { return p; }
-  explicit operator bool() const { return p != nullptr; }
-};
-
 std::string Utf8(PyObject* unicode) {
-  Ref bytes(PyUnicode_AsEncodedString(unicode, "utf-8", "backslashreplace"));
+  OwnedRef bytes = OwnedRef::Steal(PyUnicode_AsEncodedString(unicode, "utf-8", "backslashreplace"));
   if (!bytes) {
     PyErr_Clear();
     return "<undecodable text>";
@@ -85,7 +74,7 @@ PyObject* FsPathObject(const std::string& path) {
 
 std::string SafeStr(PyObject* obj) {
   if (obj == nullptr) return "<null>";
-  Ref s(PyObject_Str(obj));
+  OwnedRef s = OwnedRef::Steal(PyObject_Str(obj));
   if (!s) {
     PyErr_Clear();
     return std::string("<unprintable ") + Py_TYPE(obj)->tp_name + " object>";
@@ -98,9 +87,9 @@ namespace {
 // "<dir of the ge package>/" as the current interpreter imported it, or "" when
 // ge is not imported. Precondition: the GIL is held.
 std::string GePackageDir() {
-  Ref name(PyUnicode_FromString("ge"));
-  Ref mod(name ? PyImport_GetModule(name.get()) : nullptr);
-  Ref path(mod ? PyObject_GetAttrString(mod.get(), "__file__") : nullptr);
+  OwnedRef name = OwnedRef::Steal(PyUnicode_FromString("ge"));
+  OwnedRef mod = OwnedRef::Steal(name ? PyImport_GetModule(name.get()) : nullptr);
+  OwnedRef path = OwnedRef::Steal(mod ? PyObject_GetAttrString(mod.get(), "__file__") : nullptr);
   PyErr_Clear();
   if (!path || !PyUnicode_Check(path.get())) return "";
   const std::string file = SafeStr(path.get());
@@ -125,7 +114,7 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
   PyObject* raw_tb = nullptr;
   PyErr_Fetch(&raw_type, &raw_value, &raw_tb);
   PyErr_NormalizeException(&raw_type, &raw_value, &raw_tb);
-  Ref type(raw_type), value(raw_value), tb(raw_tb);
+  OwnedRef type = OwnedRef::Steal(raw_type), value = OwnedRef::Steal(raw_value), tb = OwnedRef::Steal(raw_tb);
   if (tb && value) PyException_SetTraceback(value.get(), tb.get());
 
   info.exception_type = type ? reinterpret_cast<PyTypeObject*>(type.get())->tp_name : "Exception";
@@ -136,8 +125,8 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
 
   // SyntaxError carries its own location (the failing line is not a frame).
   if (value && type && PyErr_GivenExceptionMatches(type.get(), PyExc_SyntaxError)) {
-    Ref fname(PyObject_GetAttrString(value.get(), "filename"));
-    Ref lineno(PyObject_GetAttrString(value.get(), "lineno"));
+    OwnedRef fname = OwnedRef::Steal(PyObject_GetAttrString(value.get(), "filename"));
+    OwnedRef lineno = OwnedRef::Steal(PyObject_GetAttrString(value.get(), "lineno"));
     PyErr_Clear();
     if (fname && fname.get() != Py_None && lineno && PyLong_Check(lineno.get())) {
       info.location_file = FsPath(fname.get());
@@ -159,7 +148,7 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
     for (auto* t = reinterpret_cast<PyTracebackObject*>(tb.get()); t != nullptr; t = t->tb_next) {
       PyCodeObject* code = PyFrame_GetCode(t->tb_frame);
       if (code == nullptr) continue;
-      Ref filename(PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename"));
+      OwnedRef filename = OwnedRef::Steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename"));
       Py_DECREF(code);
       PyErr_Clear();
       if (!filename) continue;
@@ -184,13 +173,14 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
   }
   // Formatted traceback through the interpreter's own traceback module; if that
   // fails (a broken interpreter), keep what we have.
-  Ref tbmod(PyImport_ImportModule("traceback"));
+  OwnedRef tbmod = OwnedRef::Steal(PyImport_ImportModule("traceback"));
   if (tbmod) {
-    Ref lines(PyObject_CallMethod(tbmod.get(), "format_exception", "OOO", type ? type.get() : Py_None,
-                                  value ? value.get() : Py_None, tb ? tb.get() : Py_None));
+    OwnedRef lines = OwnedRef::Steal(PyObject_CallMethod(tbmod.get(), "format_exception", "OOO",
+                                                         type ? type.get() : Py_None, value ? value.get() : Py_None,
+                                                         tb ? tb.get() : Py_None));
     if (lines) {
-      Ref empty(PyUnicode_FromString(""));
-      Ref joined(empty ? PyUnicode_Join(empty.get(), lines.get()) : nullptr);
+      OwnedRef empty = OwnedRef::Steal(PyUnicode_FromString(""));
+      OwnedRef joined = OwnedRef::Steal(empty ? PyUnicode_Join(empty.get(), lines.get()) : nullptr);
       if (joined) info.traceback = Utf8(joined.get());
     }
   }

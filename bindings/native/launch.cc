@@ -220,13 +220,13 @@ Status InvokeDeclareLaunchArgs(PyObject* method, PyObject* ctx_var, AnnotatedArg
   try {
     const OpSchema& schema = ctx->GetSchema();
     const std::size_t n_in = schema.inputs.size();
-    PyRef args(PyTuple_New(static_cast<Py_ssize_t>(n_in + schema.outputs.size())));
+    OwnedRef args = OwnedRef::Steal(PyTuple_New(static_cast<Py_ssize_t>(n_in + schema.outputs.size())));
     if (args.get() == nullptr) bp::throw_error_already_set();
     SetEntryArgs(args.get(), 0, DynamicInputs(schema), ctx->InputLayout(),
                  [ctx](std::size_t i) { return ctx->GetInputTensor(i); }, lease, /*with_data=*/false);
     SetEntryArgs(args.get(), static_cast<Py_ssize_t>(n_in), DynamicOutputs(schema), ctx->OutputLayout(),
                  [ctx](std::size_t i) { return ctx->GetOutputTensor(i); }, lease, /*with_data=*/false);
-    PyRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
+    OwnedRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
     bp::object ctx_obj(LaunchCtxView{ctx, nullptr, lease});
     Status st = CallSchemaBound(method, args.get(), kwargs.get(), {{ctx_var, ctx_obj.ptr()}}, site, keep_python_error);
     if (st.ok() && ctx->Plan().launches.empty()) {

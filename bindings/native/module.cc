@@ -233,7 +233,10 @@ BOOST_PYTHON_MODULE(_ge_native) {
   using namespace ge::py;
   bp::scope().attr("__doc__") =
       "Native classes of the GE plugin host (views over C++ runtime objects). Use ge.runtime / ge.custom_op.";
-  RegisterViews();
+  RegisterTensorBuffer();
+  RegisterTensorViews();
+  RegisterContextViews();
+  RegisterLogLine();
   RegisterCompileViews();
   RegisterLaunchViews();
   bp::def("_testing_compile", &TestingCompile,

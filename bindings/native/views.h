@@ -1,6 +1,12 @@
 // views.h: the native Python classes of ge.runtime / ge.custom_op and the
 // factories the host uses to hand borrowed objects to Python.
 //
+// Defined in: views_tensor.cc (Shape, StorageShape, ExpandDimsType,
+// StorageFormat, TensorDesc, Tensor, and the argument readers),
+// views_context.cc (EagerOpExecutionContext), tensor_buffer.cc (the zero-copy
+// buffer behind Tensor.data), native_class.cc (RefuseInit, FreezeClass) and
+// log_sink.cc (captured plugin stdout/stderr).
+//
 // Every Python-visible object wraps a View: a pointer to C++ data, an optional
 // shared owner that keeps that data (and any tensor buffer) alive, and the
 // Lease of the callback that lent it. Owned values (built by a plugin) use
@@ -12,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ge/op/contexts.h"
 #include "ge/runtime/tensor.h"
@@ -49,9 +56,12 @@ using TensorView = View<ge::Tensor>;
 using ExecCtxView = View<ge::EagerOpExecutionContext>;
 using ExpandDimsView = View<ge::ExpandDimsType>;
 
-// Registers every class of the module in the current scope. Called once, from
-// the module init in the main interpreter.
-void RegisterViews();
+// Module init, in this order, once, in the main interpreter: each registers its
+// classes (functions) in the current scope.
+void RegisterTensorBuffer();  // readies the buffer type behind Tensor.data
+void RegisterTensorViews();   // Shape, StorageShape, ExpandDimsType, StorageFormat, TensorDesc, Tensor
+void RegisterContextViews();  // EagerOpExecutionContext
+void RegisterLogLine();       // _log_line (the native end of the stdout/stderr capture)
 
 // The __init__ of native classes only the host creates: raises TypeError.
 bp::object RefuseInit(bp::tuple args, bp::dict kwargs);
@@ -72,6 +82,18 @@ bp::object FormatEnum(int value);
 ge::DataType DataTypeArg(bp::object obj, const std::string& what, bool strict_enum = true);
 // list[int] / tuple[int] / StorageShape / Shape -> Shape (ValueError past max rank).
 ge::Shape ShapeFromPython(bp::object obj, const std::string& what);
+// An int argument (operator.index rules, see IndexValue): TypeError naming
+// `what` otherwise, ValueError past int64.
+int64_t IntArg(bp::object obj, const std::string& what);
+// The same, non-negative (TypeError for a negative value).
+std::size_t IndexArg(bp::object obj, const std::string& what);
+
+// A memoryview over `buf` (C-contiguous `shape` of `itemsize`-byte `fmt`
+// elements) that keeps `keep` alive; registered with `lease` (released when it
+// expires) unless the lease is Lease::Owned(). RuntimeError when `len` does not
+// match the shape.
+bp::object MakeBufferView(void* buf, std::size_t len, bool readonly, char fmt, Py_ssize_t itemsize,
+                          const std::vector<Py_ssize_t>& shape, std::shared_ptr<void> keep, const LeasePtr& lease);
 
 // Destination of captured plugin stdout/stderr (set by the host; null in a plain
 // python3, where the writer falls back to the real stream).

@@ -1,24 +1,18 @@
-// views.cc: Shape, StorageShape, StorageFormat, ExpandDimsType, TensorDesc,
-// Tensor (with zero-copy .data and __array_interface__), the eager execution
-// context, and the stdout/stderr writer used to capture plugin output.
-#include "views.h"
-
-#include "ge/text.h"
-
+// views_tensor.cc: Shape, StorageShape, ExpandDimsType, StorageFormat, TensorDesc and Tensor, and the argument readers.
 #include <algorithm>
-#include <cstdio>
 #include <optional>
-#include <mutex>
-#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "errors.h"
+#include "views.h"
 
 namespace ge::py {
 
 namespace {
 
 // ---- helpers ----------------------------------------------------------------
-
 
 bp::object EnumMember(const char* module, const char* cls, int value) {
   bp::object enum_cls = bp::import(module).attr(cls);
@@ -34,22 +28,6 @@ bp::list DimsList(const ge::Shape& s) {
   bp::list l;
   for (std::size_t i = 0; i < s.GetDimNum(); ++i) l.append(s.GetDim(i));
   return l;
-}
-
-int64_t IntArg(bp::object obj, const std::string& what) {
-  long long v = 0;
-  int overflow = 0;
-  if (!IndexValue(obj.ptr(), &v, &overflow)) {
-    RaiseTypeError(what + " must be an int, got " + std::string(Py_TYPE(obj.ptr())->tp_name));
-  }
-  if (overflow != 0) RaiseValueError(what + " does not fit in int64");
-  return v;
-}
-
-std::size_t IndexArg(bp::object obj, const std::string& what) {
-  int64_t v = IntArg(obj, what);
-  if (v < 0) RaiseTypeError(what + " must be a non-negative int, got " + std::to_string(v));
-  return static_cast<std::size_t>(v);
 }
 
 // A value a plugin constructs (StorageShape(...), TensorDesc(...)): the
@@ -307,95 +285,7 @@ bool TDEq(const TensorDescView& v, bp::object other) {
 
 // ---- Tensor -------------------------------------------------------------------
 
-// The buffer exporter behind Tensor.data: a tiny static type implementing the
-// buffer protocol (a memoryview over it is zero-copy). It keeps the tensor's
-// buffer owner alive, so a view kept past the callback never reads freed memory;
-// the memoryview itself is released when the callback's lease expires.
-struct TensorBufferObject {
-  PyObject_HEAD
-  void* buf;
-  Py_ssize_t len;
-  Py_ssize_t itemsize;
-  int readonly;
-  int ndim;
-  char format[4];
-  Py_ssize_t shape[ge::kMaxDimNum + 1];
-  Py_ssize_t strides[ge::kMaxDimNum + 1];
-  std::shared_ptr<void>* keep;
-};
-
-int TensorBufferGet(PyObject* self, Py_buffer* view, int flags) {
-  auto* o = reinterpret_cast<TensorBufferObject*>(self);
-  if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && o->readonly) {
-    PyErr_SetString(PyExc_BufferError, "tensor data is read-only");
-    return -1;
-  }
-  view->obj = Py_NewRef(self);
-  view->buf = o->buf;
-  view->len = o->len;
-  view->readonly = o->readonly;
-  view->itemsize = o->itemsize;
-  view->format = (flags & PyBUF_FORMAT) ? o->format : nullptr;
-  view->ndim = o->ndim;
-  view->shape = (flags & PyBUF_ND) ? o->shape : nullptr;
-  view->strides = ((flags & PyBUF_STRIDES) == PyBUF_STRIDES) ? o->strides : nullptr;
-  view->suboffsets = nullptr;
-  view->internal = nullptr;
-  return 0;
-}
-
-void TensorBufferDealloc(PyObject* self) {
-  auto* o = reinterpret_cast<TensorBufferObject*>(self);
-  delete o->keep;
-  Py_TYPE(self)->tp_free(self);
-}
-
-PyBufferProcs g_tensor_buffer_procs = {TensorBufferGet, nullptr};
-
-PyTypeObject g_tensor_buffer_type = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-  t.tp_name = "_ge_native._TensorBuffer";
-  t.tp_basicsize = sizeof(TensorBufferObject);
-  t.tp_dealloc = TensorBufferDealloc;
-  t.tp_as_buffer = &g_tensor_buffer_procs;
-  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION;
-  t.tp_doc = "Buffer exporter behind Tensor.data (internal).";
-  return t;
-}();
-
-// A memoryview over `buf` (C-contiguous `shape` of `itemsize`-byte `fmt`
-// elements) through a TensorBufferObject that keeps `keep` alive: views derived
-// from it (casts, slices) can never reach freed memory. The memoryview itself
-// is registered with `lease` and released when the callback ends.
-bp::object MakeBufferView(void* buf, std::size_t len, bool readonly, char fmt, Py_ssize_t itemsize,
-                          const std::vector<Py_ssize_t>& shape, std::shared_ptr<void> keep, const LeasePtr& lease) {
-  auto* o = PyObject_New(TensorBufferObject, &g_tensor_buffer_type);
-  if (o == nullptr) bp::throw_error_already_set();
-  o->keep = new std::shared_ptr<void>(std::move(keep));
-  o->buf = buf;
-  o->len = static_cast<Py_ssize_t>(len);
-  o->readonly = readonly ? 1 : 0;
-  o->format[0] = fmt;
-  o->format[1] = '\0';
-  o->itemsize = itemsize;
-  o->ndim = static_cast<int>(shape.size());
-  Py_ssize_t stride = itemsize;
-  for (int i = o->ndim - 1; i >= 0; --i) {
-    o->shape[i] = shape[static_cast<std::size_t>(i)];
-    o->strides[i] = stride;
-    stride *= o->shape[i];
-  }
-  if (stride != o->len) {
-    Py_DECREF(o);
-    RaiseRuntimeError("buffer of " + std::to_string(len) + " bytes does not match its shape");
-  }
-  PyObject* mv = PyMemoryView_FromObject(reinterpret_cast<PyObject*>(o));
-  Py_DECREF(o);
-  if (mv == nullptr) bp::throw_error_already_set();
-  if (lease != Lease::Owned()) lease->AdoptMemoryView(mv);
-  return bp::object(bp::handle<>(mv));
-}
-
+// Tensor.data: a zero-copy memoryview through MakeBufferView (tensor_buffer.cc).
 bp::object TensorData(const TensorView& v) {
   ge::Tensor& t = v.Get();
   if (!t.HasData()) {
@@ -462,280 +352,14 @@ std::string TensorRepr(const TensorView& v) {
   return "<Tensor " + v.ptr->Desc().ToString() + (v.ptr->HasData() ? "" : " (no data)") + ">";
 }
 
-// ---- EagerOpExecutionContext -----------------------------------------------------
-
-// Lookup and allocation failures of the execute context are RuntimeError, as
-// in GE ("Raises RuntimeError if unavailable"); bad argument types TypeError.
-bp::object CtxGetInput(const ExecCtxView& v, bp::object index) {
-  auto& ctx = v.Get();
-  std::size_t i = IndexArg(index, "input index");
-  ge::Tensor* t = ctx.GetInputTensor(i);
-  if (t == nullptr) {
-    RaiseRuntimeError("input index " + std::to_string(i) + " out of range: the node has " +
-                      std::to_string(ctx.GetInputNum()) + " input instance(s)");
-  }
-  return MakeTensor(t, t->Owner(), v.lease);
-}
-
-// The flattened instance of IR input `ir_index`, number `relative` within it.
-// Null for an absent optional input. RuntimeError for a bad IR index.
-ge::Tensor* IrInput(const ExecCtxView& v, bp::object ir_index, std::size_t relative, const char* kind) {
-  auto& ctx = v.Get();
-  const std::size_t ir = IndexArg(ir_index, "ir_index");
-  const ge::InstanceLayout& layout = ctx.InputLayout();
-  if (ir >= layout.IrNum()) {
-    RaiseRuntimeError(std::string(kind) + " input ir_index " + std::to_string(ir) + " out of range: the IR has " +
-                      std::to_string(layout.IrNum()) + " input(s)");
-  }
-  if (relative >= layout.Count(ir)) return nullptr;
-  return ctx.GetInputTensor(layout.Start(ir) + relative);
-}
-bp::object CtxRequiredInput(const ExecCtxView& v, bp::object ir_index) {
-  ge::Tensor* t = IrInput(v, ir_index, 0, "required");
-  if (t == nullptr) RaiseRuntimeError("required input " + SafeStr(ir_index.ptr()) + " is unavailable");
-  return MakeTensor(t, t->Owner(), v.lease);
-}
-bp::object CtxOptionalInput(const ExecCtxView& v, bp::object ir_index) {
-  ge::Tensor* t = IrInput(v, ir_index, 0, "optional");
-  if (t == nullptr) return bp::object();
-  return MakeTensor(t, t->Owner(), v.lease);
-}
-bp::object CtxDynamicInput(const ExecCtxView& v, bp::object ir_index, bp::object relative_index) {
-  const std::size_t rel = IndexArg(relative_index, "relative_index");
-  ge::Tensor* t = IrInput(v, ir_index, rel, "dynamic");
-  if (t == nullptr) {
-    RaiseRuntimeError("dynamic input " + SafeStr(ir_index.ptr()) + " has no instance " + std::to_string(rel));
-  }
-  return MakeTensor(t, t->Owner(), v.lease);
-}
-std::size_t CtxDynamicInputNum(const ExecCtxView& v, bp::object ir_index) {
-  auto& ctx = v.Get();
-  const std::size_t ir = IndexArg(ir_index, "ir_index");
-  if (ir >= ctx.InputLayout().IrNum()) {
-    RaiseRuntimeError("dynamic input ir_index " + std::to_string(ir) + " out of range: the IR has " +
-                      std::to_string(ctx.InputLayout().IrNum()) + " input(s)");
-  }
-  return ctx.InputLayout().Count(ir);
-}
-
-bp::object CtxGetOutput(const ExecCtxView& v, bp::object index) {
-  auto& ctx = v.Get();
-  std::size_t i = IndexArg(index, "output index");
-  if (i >= ctx.GetOutputNum()) {
-    RaiseRuntimeError("output index " + std::to_string(i) + " out of range: the node has " +
-                      std::to_string(ctx.GetOutputNum()) + " output instance(s)");
-  }
-  ge::Tensor* t = ctx.GetOutputTensor(i);
-  if (t == nullptr) {
-    RaiseRuntimeError("output " + std::to_string(i) +
-                      " is unavailable: allocate it first (malloc_output_tensor or make_output_ref_input)");
-  }
-  return MakeTensor(t, t->Owner(), v.lease);
-}
-
-// malloc_output_tensor(index, shape, format, dtype): GE's form. Ours also takes
-// (index, shape, dtype): the third argument is then a DataType, which no
-// StorageFormat is, so the two forms cannot be confused.
-bp::object CtxMallocOutput(const ExecCtxView& v, bp::object index, bp::object shape, bp::object format,
-                           bp::object dtype) {
-  auto& ctx = v.Get();
-  std::size_t i = IndexArg(index, "output index");
-  ge::StorageShape ss;
-  bp::extract<const StorageShapeView&> as_ss(shape);
-  if (as_ss.check()) {
-    ss = as_ss().Get();
-  } else {
-    ss = ge::StorageShape(ShapeFromPython(shape, "output shape"));
-  }
-  std::optional<ge::StorageFormat> fmt;
-  if (dtype.is_none()) {  // ours: (index, shape, dtype)
-    if (bp::extract<const StorageFormatView&>(format).check()) {
-      RaiseTypeError("malloc_output_tensor(index, shape, format, dtype): dtype is missing");
-    }
-    dtype = format;
-  } else {
-    bp::extract<const StorageFormatView&> as_fmt(format);
-    if (!as_fmt.check()) {
-      RaiseTypeError("malloc_output_tensor format must be a StorageFormat, got " +
-                     std::string(Py_TYPE(format.ptr())->tp_name));
-    }
-    fmt = as_fmt().Get();
-  }
-  ge::DataType dt = DataTypeArg(dtype, "output data_type", /*strict_enum=*/false);
-  ge::Tensor* t = nullptr;
-  try {
-    t = ctx.MallocOutputTensor(i, ss, dt);
-  } catch (const std::bad_alloc&) {
-    RaiseRuntimeError("cannot allocate output " + std::to_string(i) + " of shape " + ss.GetStorageShape().ToString());
-  } catch (const std::exception& e) {
-    RaiseRuntimeError(std::string("malloc_output_tensor(") + std::to_string(i) + "): " + e.what());
-  }
-  if (fmt) t->MutableDesc().format = *fmt;
-  return MakeTensor(t, t->Owner(), v.lease);
-}
-bp::object CtxRefInput(const ExecCtxView& v, bp::object out_index, bp::object in_index) {
-  auto& ctx = v.Get();
-  std::size_t o = IndexArg(out_index, "output index");
-  std::size_t i = IndexArg(in_index, "input index");
-  ge::Tensor* t = nullptr;
-  try {
-    t = ctx.MakeOutputRefInput(o, i);
-  } catch (const std::exception& e) {
-    RaiseRuntimeError(std::string("make_output_ref_input(") + std::to_string(o) + ", " + std::to_string(i) +
-                      "): " + e.what());
-  }
-  return MakeTensor(t, t->Owner(), v.lease);
-}
-std::shared_ptr<void> WorkspaceBuffer(const ExecCtxView& v, bp::object size, int64_t* n_out) {
-  auto& ctx = v.Get();
-  int64_t n = IntArg(size, "workspace size");
-  if (n <= 0) RaiseValueError("workspace size must be positive, got " + std::to_string(n));
-  *n_out = n;
-  try {
-    return ctx.MallocWorkspaceBuffer(static_cast<std::size_t>(n));
-  } catch (const std::bad_alloc&) {
-    RaiseRuntimeError("cannot allocate a workspace of " + std::to_string(n) + " bytes");
-  }
-}
-uintptr_t CtxMallocWorkspace(const ExecCtxView& v, bp::object size) {
-  int64_t n = 0;
-  return reinterpret_cast<uintptr_t>(WorkspaceBuffer(v, size, &n).get());
-}
-bp::object CtxMallocWorkspaceBuffer(const ExecCtxView& v, bp::object size) {
-  int64_t n = 0;
-  std::shared_ptr<void> buf = WorkspaceBuffer(v, size, &n);
-  return MakeBufferView(buf.get(), static_cast<std::size_t>(n), false, 'B', 1, {static_cast<Py_ssize_t>(n)}, buf, v.lease);
-}
-uintptr_t CtxStream(const ExecCtxView& v) { return reinterpret_cast<uintptr_t>(v.Get().GetStream()); }
-std::size_t CtxInputNum(const ExecCtxView& v) { return v.Get().GetInputNum(); }
-std::size_t CtxOutputNum(const ExecCtxView& v) { return v.Get().GetOutputNum(); }
-
-// ---- stdout / stderr capture ----------------------------------------------------
-
-std::mutex g_sink_mu;  // guards g_sink only; never held while calling Python
-LogSink g_sink;
-
-void Emit(const std::string& plugin, bool is_stderr, const std::string& line) {
-  LogSink sink;
-  {
-    std::lock_guard<std::mutex> lock(g_sink_mu);
-    sink = g_sink;
-  }
-  if (sink) {
-    sink(plugin, is_stderr, line);
-  } else {
-    std::fprintf(is_stderr ? stderr : stdout, "[%s] %s\n", plugin.c_str(), line.c_str());
-  }
-}
-
-// Properties of the shared classes are replaced by FrozenProperty objects:
-// a `property` can be re-initialized from Python (property.__init__ again),
-// which would let one plugin change every other plugin's tensors.
-struct FrozenPropertyObject {
-  PyObject_HEAD
-  PyObject* fget;
-  PyObject* fset;
-  PyObject* doc;
-};
-
-PyObject* FrozenGet(PyObject* self, PyObject* obj, PyObject*) {
-  auto* p = reinterpret_cast<FrozenPropertyObject*>(self);
-  if (obj == nullptr || obj == Py_None) return Py_NewRef(self);
-  return PyObject_CallOneArg(p->fget, obj);
-}
-
-int FrozenSet(PyObject* self, PyObject* obj, PyObject* value) {
-  auto* p = reinterpret_cast<FrozenPropertyObject*>(self);
-  if (value == nullptr || p->fset == nullptr || p->fset == Py_None) {
-    PyErr_SetString(PyExc_AttributeError, value == nullptr ? "can't delete attribute" : "can't set attribute");
-    return -1;
-  }
-  PyObject* r = PyObject_CallFunctionObjArgs(p->fset, obj, value, nullptr);
-  if (r == nullptr) return -1;
-  Py_DECREF(r);
-  return 0;
-}
-
-void FrozenDealloc(PyObject* self) {
-  auto* p = reinterpret_cast<FrozenPropertyObject*>(self);
-  Py_XDECREF(p->fget);
-  Py_XDECREF(p->fset);
-  Py_XDECREF(p->doc);
-  Py_TYPE(self)->tp_free(self);
-}
-
-PyObject* FrozenDoc(PyObject* self, void*) {
-  PyObject* d = reinterpret_cast<FrozenPropertyObject*>(self)->doc;
-  return Py_NewRef(d ? d : Py_None);
-}
-
-PyGetSetDef g_frozen_getset[] = {{"__doc__", FrozenDoc, nullptr, nullptr, nullptr}, {nullptr, nullptr, nullptr, nullptr, nullptr}};
-
-PyTypeObject g_frozen_property_type = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-  t.tp_name = "_ge_native.frozen_property";
-  t.tp_basicsize = sizeof(FrozenPropertyObject);
-  t.tp_dealloc = FrozenDealloc;
-  t.tp_descr_get = FrozenGet;
-  t.tp_descr_set = FrozenSet;
-  t.tp_getset = g_frozen_getset;
-  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION;
-  t.tp_doc = "A read-only replacement of property for the classes shared by all interpreters.";
-  return t;
-}();
-
 }  // namespace
 
-void FreezeClass(bp::object cls) {
-  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
-  if (PyType_Ready(&g_frozen_property_type) < 0) bp::throw_error_already_set();
-  PyObject* dict = type->tp_dict;
-  PyObject *key, *value;
-  Py_ssize_t pos = 0;
-  std::vector<std::pair<PyObject*, PyObject*>> replace;
-  while (PyDict_Next(dict, &pos, &key, &value)) {
-    if (!PyObject_TypeCheck(value, &PyProperty_Type)) continue;
-    auto* fp = PyObject_New(FrozenPropertyObject, &g_frozen_property_type);
-    if (fp == nullptr) bp::throw_error_already_set();
-    fp->fget = PyObject_GetAttrString(value, "fget");
-    fp->fset = PyObject_GetAttrString(value, "fset");
-    fp->doc = PyObject_GetAttrString(value, "__doc__");
-    PyErr_Clear();
-    replace.emplace_back(key, reinterpret_cast<PyObject*>(fp));
-  }
-  for (auto& [k, fp] : replace) {
-    PyDict_SetItem(dict, k, fp);
-    Py_DECREF(fp);
-  }
-  // Boost.Python classes are one object shared by every interpreter (the module
-  // is single-phase); forbid plugins from changing them (share/docs/host-design.md, "Interpreters").
-  type->tp_flags |= Py_TPFLAGS_IMMUTABLETYPE;
-  PyType_Modified(type);
-}
-
-namespace {
-
-void MakeImmutable(bp::object cls) { FreezeClass(cls); }
-
-
-}  // namespace
-
-// ---- public factories -------------------------------------------------------------
-
-bp::object RefuseInit(bp::tuple args, bp::dict) {
-  bp::object self = args[0];
-  std::string name = bp::extract<std::string>(self.attr("__class__").attr("__name__"));
-  RaiseTypeError(name + " cannot be constructed from Python: it is a borrowed native view handed to callbacks");
-}
+// ---- public factories and argument readers -----------------------------------------
 
 bp::object MakeTensor(ge::Tensor* t, std::shared_ptr<void> keep, const LeasePtr& lease, bool read_only) {
   // A tensor the engine marked read-only (an input the op does not declare as
   // mutated) gives read-only views: data, shape and format setters refuse.
   return bp::object(TensorView{t, std::move(keep), lease, read_only || t->IsReadOnly()});
-}
-
-bp::object MakeExecCtx(ge::EagerOpExecutionContext* ctx, const LeasePtr& lease) {
-  return bp::object(ExecCtxView{ctx, nullptr, lease, false});
 }
 
 bp::object MakeOwnedTensorDesc(const ge::TensorDesc& desc) {
@@ -796,14 +420,23 @@ ge::Shape ShapeFromPython(bp::object obj, const std::string& what) {
   return s;
 }
 
-void SetLogSink(LogSink sink) {
-  std::lock_guard<std::mutex> lock(g_sink_mu);
-  g_sink = std::move(sink);
+int64_t IntArg(bp::object obj, const std::string& what) {
+  long long v = 0;
+  int overflow = 0;
+  if (!IndexValue(obj.ptr(), &v, &overflow)) {
+    RaiseTypeError(what + " must be an int, got " + std::string(Py_TYPE(obj.ptr())->tp_name));
+  }
+  if (overflow != 0) RaiseValueError(what + " does not fit in int64");
+  return v;
 }
 
-void RegisterViews() {
-  if (PyType_Ready(&g_tensor_buffer_type) < 0) bp::throw_error_already_set();
+std::size_t IndexArg(bp::object obj, const std::string& what) {
+  int64_t v = IntArg(obj, what);
+  if (v < 0) RaiseTypeError(what + " must be a non-negative int, got " + std::to_string(v));
+  return static_cast<std::size_t>(v);
+}
 
+void RegisterTensorViews() {
   bp::object shape_cls =
       bp::class_<ShapeView>("Shape", "A tensor shape view (borrowed; expires with its callback or owner).", bp::no_init)
           .def("__init__", bp::raw_function(&RefuseInit))
@@ -818,7 +451,7 @@ void RegisterViews() {
           .def("__len__", &ShapeDimNum)
           .def("__eq__", &ShapeEq)
           .def("__repr__", &ShapeRepr);
-  MakeImmutable(shape_cls);
+  FreezeClass(shape_cls);
 
   bp::object ss_cls =
       bp::class_<StorageShapeView>("StorageShape",
@@ -833,7 +466,7 @@ void RegisterViews() {
           .def("set_storage_shape", &SSSetStorage)
           .def("__eq__", &SSEq)
           .def("__repr__", &SSRepr);
-  MakeImmutable(ss_cls);
+  FreezeClass(ss_cls);
 
   bp::object edt_cls =
       bp::class_<ExpandDimsView>("ExpandDimsType",
@@ -856,7 +489,7 @@ void RegisterViews() {
             return e.check() && a.Get() == e().Get();
           })
           .def("__repr__", &EdtRepr);
-  MakeImmutable(edt_cls);
+  FreezeClass(edt_cls);
 
   bp::object sf_cls =
       bp::class_<StorageFormatView>("StorageFormat", "Origin/storage formats and expand-dims rule.", bp::no_init)
@@ -870,7 +503,7 @@ void RegisterViews() {
           .def("set_origin_format", &SFSetOrigin)
           .def("set_storage_format", &SFSetStorage)
           .def("set_expand_dims_type", &SFSetExpand);
-  MakeImmutable(sf_cls);
+  FreezeClass(sf_cls);
 
   bp::object td_cls =
       bp::class_<TensorDescView>("TensorDesc", "TensorDesc(shape, data_type): owned shape + dtype description.",
@@ -886,7 +519,7 @@ void RegisterViews() {
           .add_property("data_type", &TDDataType, &TDSetDataType)
           .def("__eq__", &TDEq)
           .def("__repr__", &TDRepr);
-  MakeImmutable(td_cls);
+  FreezeClass(td_cls);
 
   bp::object tensor_cls =
       bp::class_<TensorView>("Tensor", "A borrowed tensor view handed to a callback; expires when it returns.",
@@ -907,52 +540,7 @@ void RegisterViews() {
           .add_property("data", &TensorData, "Zero-copy memoryview of the host data (C-contiguous, typed format).")
           .add_property("__array_interface__", &TensorArrayInterface)
           .def("__repr__", &TensorRepr);
-  MakeImmutable(tensor_cls);
-
-  bp::object ctx_cls =
-      bp::class_<ExecCtxView>("EagerOpExecutionContext",
-                              "Context of one eager execute (get_execute_ctx()); borrowed, expires with the callback.",
-                              bp::no_init)
-          .def("__init__", bp::raw_function(&RefuseInit))
-          .def("get_input_num", &CtxInputNum)
-          .def("get_output_num", &CtxOutputNum)
-          .def("get_input_tensor", &CtxGetInput,
-               "get_input_tensor(index) -> Tensor (flattened instance index); RuntimeError when unavailable.")
-          .def("get_required_input_tensor", &CtxRequiredInput, (bp::arg("self"), bp::arg("ir_index")),
-               "get_required_input_tensor(ir_index) -> Tensor; RuntimeError when unavailable.")
-          .def("get_optional_input_tensor", &CtxOptionalInput, (bp::arg("self"), bp::arg("ir_index")),
-               "get_optional_input_tensor(ir_index) -> Tensor, or None when the input is absent.")
-          .def("get_dynamic_input_tensor", &CtxDynamicInput,
-               (bp::arg("self"), bp::arg("ir_index"), bp::arg("relative_index")),
-               "get_dynamic_input_tensor(ir_index, relative_index) -> Tensor; RuntimeError when unavailable.")
-          .def("get_dynamic_input_num", &CtxDynamicInputNum, (bp::arg("self"), bp::arg("ir_index")),
-               "get_dynamic_input_num(ir_index) -> int: instances of that IR input.")
-          .def("get_output_tensor", &CtxGetOutput,
-               "get_output_tensor(index) -> Tensor; RuntimeError when out of range or not yet allocated.")
-          .def("malloc_output_tensor", &CtxMallocOutput,
-               (bp::arg("self"), bp::arg("index"), bp::arg("shape"), bp::arg("format"), bp::arg("dtype") = bp::object()),
-               "malloc_output_tensor(index, shape: StorageShape, format: StorageFormat, dtype: DataType) -> Tensor "
-               "(zero-filled host memory, GE's form); ours also: malloc_output_tensor(index, shape, dtype). "
-               "RuntimeError when the output cannot be allocated.")
-          .def("make_output_ref_input", &CtxRefInput,
-               (bp::arg("self"), bp::arg("output_index"), bp::arg("input_index")),
-               "make_output_ref_input(output_index, input_index) -> Tensor sharing the input's memory; "
-               "RuntimeError on a lookup failure.")
-          .def("malloc_workspace", &CtxMallocWorkspace, (bp::arg("self"), bp::arg("size")),
-               "malloc_workspace(size) -> int: the address of size bytes of scratch memory, valid until the "
-               "callback returns; ValueError for size <= 0, RuntimeError when it cannot be allocated.")
-          .def("malloc_workspace_buffer", &CtxMallocWorkspaceBuffer, (bp::arg("self"), bp::arg("size")),
-               "Ours: malloc_workspace_buffer(size) -> writable memoryview of size bytes (expires with the "
-               "callback); errors as malloc_workspace.")
-          .def("get_stream", &CtxStream)
-          .def("_is_active", &ExecCtxView::alive);
-  MakeImmutable(ctx_cls);
-
-  bp::def("_log_line", +[](const std::string& plugin, bool is_stderr, bp::object text) {
-    // Control characters (NUL, terminal escapes) are escaped before they reach the log.
-    const std::string clean = ge::TerminalSafe(SafeStr(text.ptr()), /*keep_newlines=*/true);  // one line: keeps tabs
-    Emit(plugin, is_stderr, clean);
-  }, "Writes one line of a plugin's captured output to the host log (internal).");
+  FreezeClass(tensor_cls);
 }
 
 }  // namespace ge::py
