@@ -16,6 +16,7 @@ namespace ge {
 namespace {
 
 using nlohmann::json;
+using Kind = EngineError::Kind;
 
 std::string NodeWhere(const GraphNode& n) { return "node '" + Abbreviate(n.name) + "' (" + Abbreviate(n.op_type) + ")"; }
 
@@ -135,19 +136,19 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     c.node = &n;
     auto reg = registry_.Find(n.op_type);
     if (!reg) {
-      throw EngineError(n.name, NodeWhere(n) + ": unknown op_type '" + Abbreviate(n.op_type) + "'" +
+      throw EngineError(Kind::kUnknownOpType, n.name, NodeWhere(n) + ": unknown op_type '" + Abbreviate(n.op_type) + "'" +
                                     SuggestOpType(n.op_type, registry_.ListOpTypes()));
     }
     c.schema = reg->schema;
     c.op = registry_.Create(n.op_type);
-    if (!c.op) throw EngineError(n.name, NodeWhere(n) + ": creating the op failed");
+    if (!c.op) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": creating the op failed");
     c.stats.name = n.name;
     c.stats.op_type = n.op_type;
     c.stats.source = reg->source;
     c.stats.python = !reg->plugin.empty();
     const OpSchema& s = *c.schema;
     if (n.inputs.size() != s.inputs.size()) {
-      throw EngineError(n.name, NodeWhere(n) + ": inputs: got " + std::to_string(n.inputs.size()) + ", the IR " +
+      throw EngineError(Kind::kGraph, n.name, NodeWhere(n) + ": inputs: got " + std::to_string(n.inputs.size()) + ", the IR " +
                                     s.ToString() + " expects " + std::to_string(s.inputs.size()));
     }
     std::vector<std::size_t> counts;
@@ -156,24 +157,24 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       const std::string w = NodeWhere(n) + ": inputs[" + std::to_string(k) + "] (IR input '" + s.inputs[k].name + "')";
       switch (s.inputs[k].kind) {
         case IrInputKind::kRequired:
-          if (!std::holds_alternative<TensorRef>(in)) throw EngineError(n.name, w + ": required input needs one tensor reference");
+          if (!std::holds_alternative<TensorRef>(in)) throw EngineError(Kind::kGraph, n.name, w + ": required input needs one tensor reference");
           counts.push_back(1);
           break;
         case IrInputKind::kOptional:
-          if (std::holds_alternative<std::vector<TensorRef>>(in)) throw EngineError(n.name, w + ": optional input takes one tensor or null, not a list");
+          if (std::holds_alternative<std::vector<TensorRef>>(in)) throw EngineError(Kind::kGraph, n.name, w + ": optional input takes one tensor or null, not a list");
           counts.push_back(std::holds_alternative<TensorRef>(in) ? 1 : 0);
           break;
         case IrInputKind::kDynamic:
-          if (!std::holds_alternative<std::vector<TensorRef>>(in)) throw EngineError(n.name, w + ": dynamic input needs a list of tensor references");
+          if (!std::holds_alternative<std::vector<TensorRef>>(in)) throw EngineError(Kind::kGraph, n.name, w + ": dynamic input needs a list of tensor references");
           counts.push_back(std::get<std::vector<TensorRef>>(in).size());
           break;
       }
       auto check_ref = [&](const TensorRef& r) {
         if (r.node.empty()) {
-          if (!graph_inputs.count(r.text)) throw EngineError(n.name, w + ": unknown graph input '" + Abbreviate(r.text) + "'");
+          if (!graph_inputs.count(r.text)) throw EngineError(Kind::kGraph, n.name, w + ": unknown graph input '" + Abbreviate(r.text) + "'");
         } else {
-          if (!node_index.count(r.node)) throw EngineError(n.name, w + ": unknown node '" + Abbreviate(r.node) + "' in '" + Abbreviate(r.text) + "'");
-          if (r.node == n.name) throw EngineError(n.name, w + ": a node cannot consume its own output");
+          if (!node_index.count(r.node)) throw EngineError(Kind::kGraph, n.name, w + ": unknown node '" + Abbreviate(r.node) + "' in '" + Abbreviate(r.text) + "'");
+          if (r.node == n.name) throw EngineError(Kind::kGraph, n.name, w + ": a node cannot consume its own output");
         }
       };
       if (auto* r = std::get_if<TensorRef>(&in)) check_ref(*r);
@@ -186,7 +187,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       if (!s.FindAttr(k)) {
         std::string known;
         for (const auto& a : s.attrs) known += (known.empty() ? "" : ", ") + a.name;
-        throw EngineError(n.name, NodeWhere(n) + ": attrs." + Abbreviate(k) + ": unknown attribute (the IR has: " +
+        throw EngineError(Kind::kGraph, n.name, NodeWhere(n) + ": attrs." + Abbreviate(k) + ": unknown attribute (the IR has: " +
                                       (known.empty() ? "none" : known) + ")");
       }
     }
@@ -196,12 +197,12 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
         try {
           values.push_back(AttrFromJson(n.attrs[a.name], a.type, NodeWhere(n) + ": attrs." + a.name));
         } catch (const GraphError& e) {
-          throw EngineError(n.name, std::string(e.what()) + " (" + std::string(AttrTypeName(a.type)) + ")");
+          throw EngineError(Kind::kGraph, n.name, std::string(e.what()) + " (" + std::string(AttrTypeName(a.type)) + ")");
         }
       } else if (a.default_value) {
         values.push_back(*a.default_value);
       } else {
-        throw EngineError(n.name, NodeWhere(n) + ": attrs." + Abbreviate(a.name) + ": missing required attribute (" +
+        throw EngineError(Kind::kGraph, n.name, NodeWhere(n) + ": attrs." + Abbreviate(a.name) + ": missing required attribute (" +
                                       std::string(AttrTypeName(a.type)) + ")");
       }
     }
@@ -235,7 +236,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     }
     if (!progressed) {
       for (std::size_t i = 0; i < nodes.size(); ++i) {
-        if (!done[i]) throw EngineError(graph.nodes[i].name, NodeWhere(graph.nodes[i]) + ": the graph has a cycle through this node");
+        if (!done[i]) throw EngineError(Kind::kGraph, graph.nodes[i].name, NodeWhere(graph.nodes[i]) + ": the graph has a cycle through this node");
       }
     }
   }
@@ -250,7 +251,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       if (r.node.empty()) return graph_inputs.at(r.text)->tensor.Desc();
       const auto& outs = metas.at(r.node);
       if (r.index >= outs.size()) {
-        throw EngineError(n.name, w + ": '" + Abbreviate(r.text) + "' refers to output " + std::to_string(r.index) + " of node '" + r.node +
+        throw EngineError(Kind::kGraph, n.name, w + ": '" + Abbreviate(r.text) + "' refers to output " + std::to_string(r.index) + " of node '" + r.node +
                                       "', which has " + std::to_string(outs.size()) + " output(s)");
       }
       return outs[r.index];
@@ -265,8 +266,8 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       InferMetaContext ictx(*c.schema, in_descs, c.input_layout, c.attrs);
       ++c.stats.infer_meta_calls;
       Status st = im->InferMeta(&ictx);
-      if (!st.ok()) throw EngineError(n.name, NodeWhere(n) + ": infer_meta failed: " + st.message(), st.Describe());
-      if (!ictx.HasOutputs()) throw EngineError(n.name, NodeWhere(n) + ": infer_meta produced no outputs");
+      if (!st.ok()) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": infer_meta failed: " + st.message(), st.Describe());
+      if (!ictx.HasOutputs()) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": infer_meta produced no outputs");
       c.inferred = ictx.Outputs();
       c.output_layout = ictx.OutputLayout();
       metas[n.name] = ictx.Outputs();
@@ -276,7 +277,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       std::vector<std::size_t> counts;
       for (const auto& o : c.schema->outputs) {
         if (o.kind == IrOutputKind::kDynamic) {
-          throw EngineError(n.name, NodeWhere(n) + ": output '" + Abbreviate(o.name) + "' is dynamic, which needs infer_meta to size it");
+          throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": output '" + Abbreviate(o.name) + "' is dynamic, which needs infer_meta to size it");
         }
         counts.push_back(1);
       }
@@ -284,20 +285,20 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
       metas[n.name] = std::vector<TensorDesc>(c.output_layout.Total());
     }
     if (!CustomOpCast<EagerExecuteOp>(c.op) && !CustomOpCast<AnnotatedArgsOp>(c.op)) {
-      throw EngineError(n.name, NodeWhere(n) + ": op_type '" + n.op_type +
+      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": op_type '" + n.op_type +
                                     "' can neither execute nor declare launch args (capabilities: " +
                                     CapabilityString(c.op->GetCapabilities()) + ")");
     }
   }
   for (const auto& r : graph.outputs) {
     if (r.node.empty()) {
-      if (!graph_inputs.count(r.text)) throw EngineError("", graph.file + ": outputs: unknown tensor '" + Abbreviate(r.text) + "'");
+      if (!graph_inputs.count(r.text)) throw EngineError(Kind::kGraph, "", graph.file + ": outputs: unknown tensor '" + Abbreviate(r.text) + "'");
       continue;
     }
     auto it = metas.find(r.node);
-    if (it == metas.end()) throw EngineError("", graph.file + ": outputs: unknown node '" + Abbreviate(r.node) + "' in '" + Abbreviate(r.text) + "'");
+    if (it == metas.end()) throw EngineError(Kind::kGraph, "", graph.file + ": outputs: unknown node '" + Abbreviate(r.node) + "' in '" + Abbreviate(r.text) + "'");
     if (r.index >= it->second.size()) {
-      throw EngineError(r.node, graph.file + ": outputs: '" + Abbreviate(r.text) + "' but node '" + Abbreviate(r.node) + "' has " +
+      throw EngineError(Kind::kGraph, r.node, graph.file + ": outputs: '" + Abbreviate(r.text) + "' but node '" + Abbreviate(r.node) + "' has " +
                                     std::to_string(it->second.size()) + " output(s)");
     }
   }
@@ -319,7 +320,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     ++c.stats.compile_calls;
     Status st = comp->Compile(&ctx);
     if (!st.ok()) {
-      throw EngineError(n.name, NodeWhere(n) + ": compile failed (" + c.stats.source + "): " + st.message(), st.Describe());
+      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": compile failed (" + c.stats.source + "): " + st.message(), st.Describe());
     }
   }
 
@@ -331,19 +332,19 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     if (decl == nullptr) continue;
     const GraphNode& n = *c.node;
     if (!c.inferred) {
-      throw EngineError(n.name, NodeWhere(n) + ": declare_launch_args needs infer_meta to describe the outputs");
+      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": declare_launch_args needs infer_meta to describe the outputs");
     }
     const std::vector<TensorDesc>& in_descs = c.input_descs;
     AnnotatedArgsContext ctx(*c.schema, in_descs, c.input_layout, *c.inferred, c.output_layout, c.attrs, 0);
     ++c.stats.declare_calls;
     Status st = decl->DeclareLaunchArgs(ctx);
     if (!st.ok()) {
-      throw EngineError(n.name, NodeWhere(n) + ": declare_launch_args failed (" + c.stats.source + "): " + st.message(),
+      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": declare_launch_args failed (" + c.stats.source + "): " + st.message(),
                         st.Describe());
     }
     if (ctx.Plan().launches.empty()) {
       // A plan without launches would hand on outputs that nothing wrote.
-      throw EngineError(n.name, NodeWhere(n) + ": declare_launch_args (" + c.stats.source +
+      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": declare_launch_args (" + c.stats.source +
                                     ") declared no launch (call add_launch at least once)");
     }
     c.plan = ctx.TakePlan();
@@ -362,7 +363,7 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
         launch.fn = cg.kernels->Resolve(*l.kernel_bin, l.kernel_name, load_label.c_str());
       } catch (const KernelError& e) {
         const bool crashed = std::string(e.what()).find("crashed while loading") != std::string::npos;
-        throw EngineError(n.name, NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "': " + e.what(), {}, crashed);
+        throw EngineError(Kind::kKernel, n.name, NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "': " + e.what(), {}, crashed);
       }
       c.launches.push_back(std::move(launch));
     }
@@ -385,7 +386,7 @@ void Engine::RunPlan(CompiledNode& c, const std::vector<Tensor*>& ins, std::map<
     try {
       outs.push_back(Tensor::Allocate(d));
     } catch (const std::exception& e) {
-      throw EngineError(n.name, NodeWhere(n) + ": cannot allocate an output: " + e.what());
+      throw EngineError(Kind::kRun, n.name, NodeWhere(n) + ": cannot allocate an output: " + e.what());
     }
   }
   for (auto& l : c.launches) {
@@ -401,7 +402,7 @@ void Engine::RunPlan(CompiledNode& c, const std::vector<Tensor*>& ins, std::map<
     auto crash = pool_->Run(l.fn, l.block_dim, l.words.data(), l.label.c_str());
     ++c.stats.kernel_launches;
     if (crash) {
-      throw EngineError(n.name, NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "' crashed: " + *crash, {}, /*fatal=*/true);
+      throw EngineError(Kind::kKernel, n.name, NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "' crashed: " + *crash, {}, /*fatal=*/true);
     }
   }
   c.stats.execute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
@@ -424,7 +425,7 @@ std::vector<Tensor> Engine::NodeInputs(const CompiledNode& c, std::map<std::stri
   for (std::size_t ir = 0; ir < c.inputs.size(); ++ir) {
     auto take = [&](const TensorRef& r) {
       auto it = values.find(r.node.empty() ? r.text : r.node + ":" + std::to_string(r.index));
-      if (it == values.end()) throw EngineError(n.name, NodeWhere(n) + ": input '" + Abbreviate(r.text) + "' was not produced");
+      if (it == values.end()) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": input '" + Abbreviate(r.text) + "' was not produced");
       const bool writable = ir < mutated.size() && mutated[ir];
       out.push_back(writable ? it->second.Clone() : it->second.ReadOnlyView());
     };
@@ -435,7 +436,7 @@ std::vector<Tensor> Engine::NodeInputs(const CompiledNode& c, std::map<std::stri
 }
 
 RunResult Engine::Run(CompiledGraph& cg, int repeat) {
-  if (repeat < 1) throw EngineError("", "repeat must be at least 1");
+  if (repeat < 1) throw EngineError(Kind::kRun, "", "repeat must be at least 1");
   const Graph& graph = *cg.graph;
   RunResult result;
   const auto t0 = std::chrono::steady_clock::now();
@@ -459,18 +460,18 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
       ++c.stats.execute_calls;
       Status st = ex->Execute(&ctx);
       c.stats.execute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
-      if (!st.ok()) throw EngineError(n.name, NodeWhere(n) + ": execute failed: " + st.message(), st.Describe());
+      if (!st.ok()) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": execute failed: " + st.message(), st.Describe());
       auto outs = ctx.TakeOutputs();
       for (std::size_t i = 0; i < outs.size(); ++i) {
-        if (!outs[i]) throw EngineError(n.name, NodeWhere(n) + ": execute did not allocate output " + std::to_string(i));
+        if (!outs[i]) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": execute did not allocate output " + std::to_string(i));
         if (c.inferred) {
           const TensorDesc& want = (*c.inferred)[i];
           if (outs[i]->GetDataType() != want.data_type) {
-            throw EngineError(n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has dtype " +
+            throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has dtype " +
                                           DataTypeName(outs[i]->GetDataType()) + ", infer_meta said " + DataTypeName(want.data_type));
           }
           if (outs[i]->GetStorageShape() != want.shape.GetStorageShape()) {
-            throw EngineError(n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has shape " +
+            throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has shape " +
                                           outs[i]->GetStorageShape().ToString() + ", infer_meta said " +
                                           want.shape.GetStorageShape().ToString());
           }
@@ -482,7 +483,7 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& r : graph.outputs) {
     auto it = values.find(r.node.empty() ? r.text : r.node + ":" + std::to_string(r.index));
-    if (it == values.end()) throw EngineError(r.node, "graph output '" + Abbreviate(r.text) + "' was not produced");
+    if (it == values.end()) throw EngineError(Kind::kOp, r.node, "graph output '" + Abbreviate(r.text) + "' was not produced");
     result.outputs.insert_or_assign(r.text, it->second);
   }
   return result;
