@@ -359,11 +359,12 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
         if (l.args[i].kind == KernelArgSlot::Kind::kScalar) launch.words[i] = l.args[i].value;
       }
       try {
+        // The label's suffix is report text only: the cache knows it is loading.
         const std::string load_label = launch.label + ": kernel_bin";
         launch.fn = cg.kernels->Resolve(*l.kernel_bin, l.kernel_name, load_label.c_str());
       } catch (const KernelError& e) {
-        const bool crashed = std::string(e.what()).find("crashed while loading") != std::string::npos;
-        throw EngineError(Kind::kKernel, n.name, NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "': " + e.what(), {}, crashed);
+        throw EngineError(Kind::kKernel, n.name, NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "': " + e.what(), {},
+                          /*fatal=*/e.crashed_while_loading());
       }
       c.launches.push_back(std::move(launch));
     }
