@@ -280,7 +280,7 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
           std::_Exit(1);
         }
         if (!e.details().empty() && e.details() != e.what()) err << TerminalSafe(e.details(), /*keep_newlines=*/true) << "\n";
-        if (std::string(e.what()).find("unknown op_type") != std::string::npos) {
+        if (e.kind() == EngineError::Kind::kUnknownOpType) {
           if (!failed.empty()) {
             err << "ge-run: note: plugin(s) that failed to load (see the warnings above): " << TerminalSafe(failed) << "\n";
           } else if (reports.empty()) {

@@ -400,6 +400,46 @@ BOOST_AUTO_TEST_CASE(unknown_op_type) {
                      "n0", "unknown op_type 'NoSuchOp'");
 }
 
+// Callers tell an unknown op_type (ge-run's note about plugins that failed to
+// load) from other errors by kind, never by the message text.
+BOOST_AUTO_TEST_CASE(error_kinds) {
+  auto kind_of = [](const json& graph_json, const std::function<void(Engine&, CompiledGraph&)>& run = {}) {
+    Graph g = Parse(graph_json);
+    Engine engine(Registry());
+    try {
+      CompiledGraph cg = engine.Compile(g);
+      if (run) run(engine, cg);
+    } catch (const EngineError& e) {
+      return std::make_pair(e.kind(), std::string(e.what()));
+    }
+    BOOST_ERROR("no EngineError for " << graph_json.dump());
+    return std::make_pair(EngineError::Kind::kRun, std::string());
+  };
+  auto [unknown, unknown_text] =
+      kind_of({{"inputs", {Input("x", {1})}}, {"nodes", {Node("n0", "NoSuchOp", {"x"})}}, {"outputs", {"n0:0"}}});
+  BOOST_CHECK(unknown == EngineError::Kind::kUnknownOpType);
+  BOOST_CHECK(Contains(unknown_text, "unknown op_type 'NoSuchOp'"));
+
+  // An ordinary graph error, even one whose text mentions "unknown op_type"
+  // (here through the node's name), is a graph error.
+  auto [graph, graph_text] = kind_of(
+      {{"inputs", {Input("x", {1})}}, {"nodes", {Node("unknown op_type", "ReluCpp", {"x", "x"})}}, {"outputs", {"x"}}});
+  BOOST_CHECK(graph == EngineError::Kind::kGraph);
+  BOOST_CHECK(Contains(graph_text, "unknown op_type") && Contains(graph_text, "inputs: got 2"));
+  BOOST_CHECK(kind_of({{"inputs", {Input("x", {1})}},
+                       {"nodes", {Node("a", "ReluCpp", {"b:0"}), Node("b", "ReluCpp", {"a:0"})}},
+                       {"outputs", {"x"}}})
+                  .first == EngineError::Kind::kGraph);
+
+  // Run's own argument check.
+  const json ok = {{"inputs", {Input("x", {1})}}, {"nodes", {Node("r", "ReluCpp", {"x"})}}, {"outputs", {"r:0"}}};
+  BOOST_CHECK(kind_of(ok, [](Engine& e, CompiledGraph& cg) { e.Run(cg, 0); }).first == EngineError::Kind::kRun);
+
+  // Errors made by the old constructor keep their meaning: a graph error.
+  BOOST_CHECK(EngineError("n", "m").kind() == EngineError::Kind::kGraph);
+  BOOST_CHECK(!EngineError(EngineError::Kind::kUnknownOpType, "n", "m").fatal());
+}
+
 BOOST_AUTO_TEST_CASE(wrong_input_count) {
   ExpectCompileError(
       {{"inputs", {Input("x", {1})}}, {"nodes", {Node("n0", "ReluCpp", {"x", "x"})}}, {"outputs", {"n0:0"}}}, "n0",

@@ -16,6 +16,31 @@ def test_unknown_op_type(ge_run, write_graph):
     assert_failed_cleanly(ge_run(g), "'n0'", "NoSuchOpXyz", "unknown op_type")
 
 
+NOTE_FAILED = "ge-run: note: plugin(s) that failed to load (see the warnings above): broken_plugin\n"
+
+
+def test_unknown_op_type_notes_the_plugins_that_failed_to_load(ge_run, write_graph, tmp_path):
+    (tmp_path / "opp").mkdir()
+    (tmp_path / "opp" / "broken_plugin.py").write_text("raise RuntimeError('broken on purpose')\n")
+    g = write_graph([node("n0", "NoSuchOpXyz", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=("ops", str(tmp_path / "opp")))
+    assert_failed_cleanly(res, "'n0'", "unknown op_type")
+    assert res.stderr.endswith(NOTE_FAILED), res.stderr
+    # Another error is not followed by the note, even when its text says
+    # "unknown op_type" (here the node's name): ge-run tests the error's kind.
+    g = write_graph([node("unknown op_type", "E2eCopy", ["x", "x"])], ["x"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=("ops", str(tmp_path / "opp")))
+    assert_failed_cleanly(res, "unknown op_type", "got 2")
+    assert "note:" not in res.stderr, res.stderr
+
+
+def test_unknown_op_type_without_any_plugin_notes_the_opp_path(ge_run, write_graph):
+    g = write_graph([node("n0", "NoSuchOpXyz", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=None)
+    assert_failed_cleanly(res, "'n0'", "unknown op_type")
+    assert res.stderr.endswith("ge-run: note: no plugin was found: give --opp-path or set ASCEND_CUSTOM_OPP_PATH\n"), res.stderr
+
+
 def test_wrong_input_count(ge_run, write_graph):
     g = write_graph([node("n0", "E2eCopy", ["x", "x"])], ["n0:0"], inputs=[f32("x", [1.0])])
     assert_failed_cleanly(ge_run(g), "'n0'", "inputs", "got 2", "expects 1")

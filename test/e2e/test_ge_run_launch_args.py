@@ -316,6 +316,17 @@ def test_kernel_failures_name_the_node_and_kernel(ge_run, write_graph, kernels, 
     assert_failed_cleanly(res, "'bad_node'", "LaunchFile", f"kernel '{kernel_name}'", *fragments)
 
 
+def test_a_crash_while_running_is_not_called_one_while_loading_whatever_the_names(ge_run, write_graph, kernels,
+                                                                                  launch_opp):
+    """Whether a crash happened while loading is what the backend was doing,
+    not text in the kernel's label (here the node is named "kernel_bin")."""
+    g = write_graph([node("kernel_bin", "LaunchFile", ["x"], {"kernel_file": "crash.so", "kernel_name": "segv"})],
+                    ["kernel_bin:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=(launch_opp["file_kernel"],))
+    assert_failed_cleanly(res, "node 'kernel_bin' (LaunchFile): kernel 'segv' crashed: signal SIGSEGV in block 0")
+    assert "while loading" not in res.stderr, res.stderr
+
+
 def test_a_kernel_calling_exit_is_not_a_success(ge_run, write_graph, kernels, launch_opp):
     g = write_graph([node("bad_node", "LaunchFile", ["x"], {"kernel_file": "crash.so", "kernel_name": "calls_exit"})],
                     ["bad_node:0"], inputs=[f32("x", [1.0])])

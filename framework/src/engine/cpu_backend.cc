@@ -27,6 +27,10 @@ thread_local sigjmp_buf t_jump;
 thread_local volatile sig_atomic_t t_in_kernel = 0;
 thread_local const char* t_label = nullptr;  // the kernel being run, for fail-fast reports
 thread_local uint64_t t_block = 0;
+// What the guarded code on this thread does, set by Guarded's caller (a plain
+// thread-local: read by the signal handler).
+enum class GuardedPhase { kRunningBlock, kLoadingBinary };
+thread_local GuardedPhase t_phase = GuardedPhase::kRunningBlock;
 std::atomic<const char*> g_crash_exit_prefix{nullptr};
 std::atomic<const char*> g_report_prefix{nullptr};  // InstallCrashReport
 std::atomic<const char*> g_report_hint{nullptr};
@@ -60,7 +64,7 @@ void OnFatalSignal(int sig) {
       if (reporting.exchange(1) != 0) {
         for (;;) ::pause();
       }
-      const bool loading = t_label != nullptr && std::strstr(t_label, "kernel_bin") != nullptr;
+      const bool loading = t_phase == GuardedPhase::kLoadingBinary;
       SafeWrite(prefix);
       SafeWrite(t_label ? t_label : "a kernel");
       SafeWrite(loading ? " crashed while loading: signal SIG" : " crashed: signal SIG");
@@ -157,10 +161,12 @@ thread_local AltStack t_altstack;
 
 void EnsureAltStack() { t_altstack.Ensure(); }
 
-// Runs f() guarded; returns 0 or the signal that ended it.
+// Runs f() guarded; returns 0 or the signal that ended it. `phase` says what
+// f does (a fail-fast report names a crash while loading as such).
 template <typename F>
-int Guarded(F&& f, const char* label = nullptr, uint64_t block = 0) {
+int Guarded(F&& f, GuardedPhase phase, const char* label = nullptr, uint64_t block = 0) {
   EnsureAltStack();
+  t_phase = phase;
   t_label = label;
   t_block = block;
   g_kernels_running.fetch_add(1);
@@ -280,7 +286,9 @@ CpuKernelFn KernelCache::Resolve(const std::string& bin, const std::string& kern
   }
   InstallHandlers();
   std::lock_guard<std::mutex> lock(mu_);
-  if (poisoned_) throw KernelError("kernel loading is disabled: an earlier kernel_bin crashed while loading");
+  if (poisoned_) {
+    throw KernelError::CrashedWhileLoading("kernel loading is disabled: an earlier kernel_bin crashed while loading");
+  }
   const std::size_t h = std::hash<std::string>{}(bin);
   const Entry* entry = nullptr;
   for (auto [it, end] = loaded_.equal_range(h); it != end; ++it) {
@@ -303,10 +311,12 @@ CpuKernelFn KernelCache::Resolve(const std::string& bin, const std::string& kern
     void* handle = nullptr;
     dlerror();
     // Constructors of the binary run here: guard them like kernel code.
-    const int sig = Guarded([&] { handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL); }, label);
+    const int sig =
+        Guarded([&] { handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL); }, GuardedPhase::kLoadingBinary, label);
     if (sig != 0) {
       poisoned_ = true;
-      throw KernelError("kernel_bin crashed while loading (in its constructors): " + SignalText(sig));
+      throw KernelError::CrashedWhileLoading("kernel_bin crashed while loading (in its constructors): " +
+                                             SignalText(sig));
     }
     if (handle == nullptr) {
       ::close(fd);
@@ -350,7 +360,8 @@ struct BlockPool::State {
       if (abandoned.load()) break;
       const uint64_t idx = next.fetch_add(1);
       if (idx >= block_dim) break;
-      const int sig = Guarded([&] { fn(static_cast<uint32_t>(idx), block_dim, args); }, label, idx);
+      const int sig =
+          Guarded([&] { fn(static_cast<uint32_t>(idx), block_dim, args); }, GuardedPhase::kRunningBlock, label, idx);
       if (sig != 0) {
         {
           std::lock_guard<std::mutex> lock(crash_mu);
@@ -424,7 +435,8 @@ std::optional<std::string> BlockPool::Run(CpuKernelFn fn, uint32_t block_dim, co
     // No hand-off: the calling thread runs every block (the common small case
     // stays well under a microsecond of host overhead).
     for (uint64_t i = 0; i < block_dim; ++i) {
-      const int sig = Guarded([&] { fn(static_cast<uint32_t>(i), block_dim, args); }, label, i);
+      const int sig =
+          Guarded([&] { fn(static_cast<uint32_t>(i), block_dim, args); }, GuardedPhase::kRunningBlock, label, i);
       if (sig != 0) {
         st.abandoned.store(true);
         return CrashText(sig, i);

@@ -16,6 +16,7 @@ namespace ge {
 namespace {
 
 using nlohmann::json;
+using Kind = EngineError::Kind;
 
 std::string NodeWhere(const GraphNode& n) { return "node '" + Abbreviate(n.name) + "' (" + Abbreviate(n.op_type) + ")"; }
 
@@ -117,102 +118,142 @@ AttrValue AttrFromJson(const json& v, AttrType type, const std::string& where) {
   throw GraphError(where, "unknown attribute type");
 }
 
-CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
-  CompiledGraph cg;
-  cg.graph = &graph;
-  cg.options = graph.options;
-  for (const auto& [k, v] : copts.options) cg.options[k] = v;
-  std::map<std::string, const GraphInput*> graph_inputs;
-  for (const auto& in : graph.inputs) graph_inputs[in.name] = &in;
-  std::map<std::string, std::size_t> node_index;
-  for (std::size_t i = 0; i < graph.nodes.size(); ++i) node_index[graph.nodes[i].name] = i;
+namespace {
 
-  // 1. Resolve ops and check inputs / attributes against the IR.
+// The graph's names, looked up by every pass of Compile.
+struct GraphIndex {
+  explicit GraphIndex(const Graph& graph) {
+    for (const auto& in : graph.inputs) inputs[in.name] = &in;
+    for (std::size_t i = 0; i < graph.nodes.size(); ++i) nodes[graph.nodes[i].name] = i;
+  }
+  std::map<std::string, const GraphInput*> inputs;
+  std::map<std::string, std::size_t> nodes;
+};
+
+// Node name -> the metadata of its flattened outputs (from infer_meta, or
+// unknown descriptions for an op without it).
+using OutputMetas = std::map<std::string, std::vector<TensorDesc>>;
+
+// ---- pass 1: resolve ops, check inputs and attributes against the IR ----
+
+// Finds and creates the node's op; fills its schema and the stats' identity.
+void ResolveOp(const OpRegistry& registry, const GraphNode& n, CompiledNode& c) {
+  auto reg = registry.Find(n.op_type);
+  if (!reg) {
+    throw EngineError(Kind::kUnknownOpType, n.name, NodeWhere(n) + ": unknown op_type '" + Abbreviate(n.op_type) + "'" +
+                                                        SuggestOpType(n.op_type, registry.ListOpTypes()));
+  }
+  c.schema = reg->schema;
+  c.op = registry.Create(n.op_type);
+  if (!c.op) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": creating the op failed");
+  c.stats.name = n.name;
+  c.stats.op_type = n.op_type;
+  c.stats.source = reg->source;
+  c.stats.python = !reg->plugin.empty();
+}
+
+// Checks each input against its IR kind and its references against the graph;
+// returns the instance count of every IR input.
+std::vector<std::size_t> CheckInputs(const GraphNode& n, const OpSchema& s, const GraphIndex& index) {
+  if (n.inputs.size() != s.inputs.size()) {
+    throw EngineError(Kind::kGraph, n.name, NodeWhere(n) + ": inputs: got " + std::to_string(n.inputs.size()) + ", the IR " +
+                                                s.ToString() + " expects " + std::to_string(s.inputs.size()));
+  }
+  std::vector<std::size_t> counts;
+  for (std::size_t k = 0; k < s.inputs.size(); ++k) {
+    const NodeInput& in = n.inputs[k];
+    const std::string w = NodeWhere(n) + ": inputs[" + std::to_string(k) + "] (IR input '" + s.inputs[k].name + "')";
+    switch (s.inputs[k].kind) {
+      case IrInputKind::kRequired:
+        if (!std::holds_alternative<TensorRef>(in)) {
+          throw EngineError(Kind::kGraph, n.name, w + ": required input needs one tensor reference");
+        }
+        counts.push_back(1);
+        break;
+      case IrInputKind::kOptional:
+        if (std::holds_alternative<std::vector<TensorRef>>(in)) {
+          throw EngineError(Kind::kGraph, n.name, w + ": optional input takes one tensor or null, not a list");
+        }
+        counts.push_back(std::holds_alternative<TensorRef>(in) ? 1 : 0);
+        break;
+      case IrInputKind::kDynamic:
+        if (!std::holds_alternative<std::vector<TensorRef>>(in)) {
+          throw EngineError(Kind::kGraph, n.name, w + ": dynamic input needs a list of tensor references");
+        }
+        counts.push_back(std::get<std::vector<TensorRef>>(in).size());
+        break;
+    }
+    auto check_ref = [&](const TensorRef& r) {
+      if (r.node.empty()) {
+        if (!index.inputs.count(r.text)) {
+          throw EngineError(Kind::kGraph, n.name, w + ": unknown graph input '" + Abbreviate(r.text) + "'");
+        }
+      } else {
+        if (!index.nodes.count(r.node)) {
+          throw EngineError(Kind::kGraph, n.name,
+                            w + ": unknown node '" + Abbreviate(r.node) + "' in '" + Abbreviate(r.text) + "'");
+        }
+        if (r.node == n.name) throw EngineError(Kind::kGraph, n.name, w + ": a node cannot consume its own output");
+      }
+    };
+    if (auto* r = std::get_if<TensorRef>(&in)) check_ref(*r);
+    if (auto* v = std::get_if<std::vector<TensorRef>>(&in)) for (const auto& r : *v) check_ref(r);
+  }
+  return counts;
+}
+
+// Attributes: known names only, coerced by the IR's types, defaults applied.
+RuntimeAttrs CoerceAttrs(const GraphNode& n, const OpSchema& s) {
+  for (const auto& [k, v] : n.attrs.items()) {
+    if (!s.FindAttr(k)) {
+      std::string known;
+      for (const auto& a : s.attrs) known += (known.empty() ? "" : ", ") + a.name;
+      throw EngineError(Kind::kGraph, n.name, NodeWhere(n) + ": attrs." + Abbreviate(k) + ": unknown attribute (the IR has: " +
+                                                  (known.empty() ? "none" : known) + ")");
+    }
+  }
+  std::vector<AttrValue> values;
+  for (const auto& a : s.attrs) {
+    if (n.attrs.contains(a.name)) {
+      try {
+        values.push_back(AttrFromJson(n.attrs[a.name], a.type, NodeWhere(n) + ": attrs." + a.name));
+      } catch (const GraphError& e) {
+        throw EngineError(Kind::kGraph, n.name, std::string(e.what()) + " (" + std::string(AttrTypeName(a.type)) + ")");
+      }
+    } else if (a.default_value) {
+      values.push_back(*a.default_value);
+    } else {
+      throw EngineError(Kind::kGraph, n.name, NodeWhere(n) + ": attrs." + Abbreviate(a.name) + ": missing required attribute (" +
+                                                  std::string(AttrTypeName(a.type)) + ")");
+    }
+  }
+  return RuntimeAttrs(std::move(values));
+}
+
+// One compiled node per graph node, in the graph's order.
+std::vector<CompiledNode> ResolveNodes(const OpRegistry& registry, const Graph& graph, const GraphIndex& index) {
   std::vector<CompiledNode> nodes(graph.nodes.size());
   for (std::size_t i = 0; i < graph.nodes.size(); ++i) {
     const GraphNode& n = graph.nodes[i];
     CompiledNode& c = nodes[i];
     c.node = &n;
-    auto reg = registry_.Find(n.op_type);
-    if (!reg) {
-      throw EngineError(n.name, NodeWhere(n) + ": unknown op_type '" + Abbreviate(n.op_type) + "'" +
-                                    SuggestOpType(n.op_type, registry_.ListOpTypes()));
-    }
-    c.schema = reg->schema;
-    c.op = registry_.Create(n.op_type);
-    if (!c.op) throw EngineError(n.name, NodeWhere(n) + ": creating the op failed");
-    c.stats.name = n.name;
-    c.stats.op_type = n.op_type;
-    c.stats.source = reg->source;
-    c.stats.python = !reg->plugin.empty();
-    const OpSchema& s = *c.schema;
-    if (n.inputs.size() != s.inputs.size()) {
-      throw EngineError(n.name, NodeWhere(n) + ": inputs: got " + std::to_string(n.inputs.size()) + ", the IR " +
-                                    s.ToString() + " expects " + std::to_string(s.inputs.size()));
-    }
-    std::vector<std::size_t> counts;
-    for (std::size_t k = 0; k < s.inputs.size(); ++k) {
-      const NodeInput& in = n.inputs[k];
-      const std::string w = NodeWhere(n) + ": inputs[" + std::to_string(k) + "] (IR input '" + s.inputs[k].name + "')";
-      switch (s.inputs[k].kind) {
-        case IrInputKind::kRequired:
-          if (!std::holds_alternative<TensorRef>(in)) throw EngineError(n.name, w + ": required input needs one tensor reference");
-          counts.push_back(1);
-          break;
-        case IrInputKind::kOptional:
-          if (std::holds_alternative<std::vector<TensorRef>>(in)) throw EngineError(n.name, w + ": optional input takes one tensor or null, not a list");
-          counts.push_back(std::holds_alternative<TensorRef>(in) ? 1 : 0);
-          break;
-        case IrInputKind::kDynamic:
-          if (!std::holds_alternative<std::vector<TensorRef>>(in)) throw EngineError(n.name, w + ": dynamic input needs a list of tensor references");
-          counts.push_back(std::get<std::vector<TensorRef>>(in).size());
-          break;
-      }
-      auto check_ref = [&](const TensorRef& r) {
-        if (r.node.empty()) {
-          if (!graph_inputs.count(r.text)) throw EngineError(n.name, w + ": unknown graph input '" + Abbreviate(r.text) + "'");
-        } else {
-          if (!node_index.count(r.node)) throw EngineError(n.name, w + ": unknown node '" + Abbreviate(r.node) + "' in '" + Abbreviate(r.text) + "'");
-          if (r.node == n.name) throw EngineError(n.name, w + ": a node cannot consume its own output");
-        }
-      };
-      if (auto* r = std::get_if<TensorRef>(&in)) check_ref(*r);
-      if (auto* v = std::get_if<std::vector<TensorRef>>(&in)) for (const auto& r : *v) check_ref(r);
-    }
+    ResolveOp(registry, n, c);
+    const std::vector<std::size_t> counts = CheckInputs(n, *c.schema, index);
     c.inputs = n.inputs;
     c.input_layout = InstanceLayout(counts);
-    // Attributes: known names only, coerced by the IR's types, defaults applied.
-    for (const auto& [k, v] : n.attrs.items()) {
-      if (!s.FindAttr(k)) {
-        std::string known;
-        for (const auto& a : s.attrs) known += (known.empty() ? "" : ", ") + a.name;
-        throw EngineError(n.name, NodeWhere(n) + ": attrs." + Abbreviate(k) + ": unknown attribute (the IR has: " +
-                                      (known.empty() ? "none" : known) + ")");
-      }
-    }
-    std::vector<AttrValue> values;
-    for (const auto& a : s.attrs) {
-      if (n.attrs.contains(a.name)) {
-        try {
-          values.push_back(AttrFromJson(n.attrs[a.name], a.type, NodeWhere(n) + ": attrs." + a.name));
-        } catch (const GraphError& e) {
-          throw EngineError(n.name, std::string(e.what()) + " (" + std::string(AttrTypeName(a.type)) + ")");
-        }
-      } else if (a.default_value) {
-        values.push_back(*a.default_value);
-      } else {
-        throw EngineError(n.name, NodeWhere(n) + ": attrs." + Abbreviate(a.name) + ": missing required attribute (" +
-                                      std::string(AttrTypeName(a.type)) + ")");
-      }
-    }
-    c.attrs = RuntimeAttrs(std::move(values));
+    c.attrs = CoerceAttrs(n, *c.schema);
   }
+  return nodes;
+}
 
-  // 2. Dependency order (Kahn); a cycle names a node on it.
+// ---- pass 2: dependency order (Kahn); a cycle names a node on it ----
+
+std::vector<std::size_t> DependencyOrder(const Graph& graph, const std::vector<CompiledNode>& nodes,
+                                         const GraphIndex& index) {
   std::vector<std::set<std::size_t>> deps(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     auto add = [&](const TensorRef& r) {
-      if (!r.node.empty()) deps[i].insert(node_index.at(r.node));
+      if (!r.node.empty()) deps[i].insert(index.nodes.at(r.node));
     };
     for (const auto& in : nodes[i].inputs) {
       if (auto* r = std::get_if<TensorRef>(&in)) add(*r);
@@ -235,75 +276,107 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     }
     if (!progressed) {
       for (std::size_t i = 0; i < nodes.size(); ++i) {
-        if (!done[i]) throw EngineError(graph.nodes[i].name, NodeWhere(graph.nodes[i]) + ": the graph has a cycle through this node");
+        if (!done[i]) {
+          throw EngineError(Kind::kGraph, graph.nodes[i].name,
+                            NodeWhere(graph.nodes[i]) + ": the graph has a cycle through this node");
+        }
       }
     }
   }
+  return order;
+}
 
-  // 3. infer_meta in order; output references checked against the results.
-  std::map<std::string, std::vector<TensorDesc>> metas;  // node -> flattened outputs
+// ---- pass 3: infer_meta in order; output references checked against the results ----
+
+// The flattened input metadata of a node whose producers are in `metas`.
+std::vector<TensorDesc> InputDescs(const CompiledNode& c, const GraphIndex& index, const OutputMetas& metas) {
+  const GraphNode& n = *c.node;
+  std::vector<TensorDesc> in_descs;
+  auto desc_of = [&](const TensorRef& r, const std::string& w) -> TensorDesc {
+    if (r.node.empty()) return index.inputs.at(r.text)->tensor.Desc();
+    const auto& outs = metas.at(r.node);
+    if (r.index >= outs.size()) {
+      throw EngineError(Kind::kGraph, n.name, w + ": '" + Abbreviate(r.text) + "' refers to output " + std::to_string(r.index) +
+                                                  " of node '" + r.node + "', which has " + std::to_string(outs.size()) +
+                                                  " output(s)");
+    }
+    return outs[r.index];
+  };
+  for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+    const std::string w = NodeWhere(n) + ": inputs[" + std::to_string(k) + "]";
+    if (auto* r = std::get_if<TensorRef>(&c.inputs[k])) in_descs.push_back(desc_of(*r, w));
+    if (auto* v = std::get_if<std::vector<TensorRef>>(&c.inputs[k])) for (const auto& r : *v) in_descs.push_back(desc_of(r, w));
+  }
+  return in_descs;
+}
+
+// Runs the node's infer_meta (if any) and returns its output metadata.
+std::vector<TensorDesc> InferNodeMeta(CompiledNode& c) {
+  const GraphNode& n = *c.node;
+  if (auto* im = CustomOpCast<InferMetaOp>(c.op)) {
+    InferMetaContext ictx(*c.schema, c.input_descs, c.input_layout, c.attrs);
+    ++c.stats.infer_meta_calls;
+    Status st = im->InferMeta(&ictx);
+    if (!st.ok()) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": infer_meta failed: " + st.message(), st.Describe());
+    if (!ictx.HasOutputs()) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": infer_meta produced no outputs");
+    c.inferred = ictx.Outputs();
+    c.output_layout = ictx.OutputLayout();
+    return ictx.Outputs();
+  }
+  // Without infer_meta every output is one instance whose metadata is only
+  // known after execution; consumers are checked at run time.
+  std::vector<std::size_t> counts;
+  for (const auto& o : c.schema->outputs) {
+    if (o.kind == IrOutputKind::kDynamic) {
+      throw EngineError(Kind::kOp, n.name,
+                        NodeWhere(n) + ": output '" + Abbreviate(o.name) + "' is dynamic, which needs infer_meta to size it");
+    }
+    counts.push_back(1);
+  }
+  c.output_layout = InstanceLayout(counts);
+  return std::vector<TensorDesc>(c.output_layout.Total());
+}
+
+OutputMetas InferMetas(std::vector<CompiledNode>& nodes, const std::vector<std::size_t>& order, const GraphIndex& index) {
+  OutputMetas metas;
   for (std::size_t idx : order) {
     CompiledNode& c = nodes[idx];
     const GraphNode& n = *c.node;
-    std::vector<TensorDesc> in_descs;
-    auto desc_of = [&](const TensorRef& r, const std::string& w) -> TensorDesc {
-      if (r.node.empty()) return graph_inputs.at(r.text)->tensor.Desc();
-      const auto& outs = metas.at(r.node);
-      if (r.index >= outs.size()) {
-        throw EngineError(n.name, w + ": '" + Abbreviate(r.text) + "' refers to output " + std::to_string(r.index) + " of node '" + r.node +
-                                      "', which has " + std::to_string(outs.size()) + " output(s)");
-      }
-      return outs[r.index];
-    };
-    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
-      const std::string w = NodeWhere(n) + ": inputs[" + std::to_string(k) + "]";
-      if (auto* r = std::get_if<TensorRef>(&c.inputs[k])) in_descs.push_back(desc_of(*r, w));
-      if (auto* v = std::get_if<std::vector<TensorRef>>(&c.inputs[k])) for (const auto& r : *v) in_descs.push_back(desc_of(r, w));
-    }
-    c.input_descs = in_descs;  // kept for the compile and task-plan phases
-    if (auto* im = CustomOpCast<InferMetaOp>(c.op)) {
-      InferMetaContext ictx(*c.schema, in_descs, c.input_layout, c.attrs);
-      ++c.stats.infer_meta_calls;
-      Status st = im->InferMeta(&ictx);
-      if (!st.ok()) throw EngineError(n.name, NodeWhere(n) + ": infer_meta failed: " + st.message(), st.Describe());
-      if (!ictx.HasOutputs()) throw EngineError(n.name, NodeWhere(n) + ": infer_meta produced no outputs");
-      c.inferred = ictx.Outputs();
-      c.output_layout = ictx.OutputLayout();
-      metas[n.name] = ictx.Outputs();
-    } else {
-      // Without infer_meta every output is one instance whose metadata is only
-      // known after execution; consumers are checked at run time.
-      std::vector<std::size_t> counts;
-      for (const auto& o : c.schema->outputs) {
-        if (o.kind == IrOutputKind::kDynamic) {
-          throw EngineError(n.name, NodeWhere(n) + ": output '" + Abbreviate(o.name) + "' is dynamic, which needs infer_meta to size it");
-        }
-        counts.push_back(1);
-      }
-      c.output_layout = InstanceLayout(counts);
-      metas[n.name] = std::vector<TensorDesc>(c.output_layout.Total());
-    }
+    c.input_descs = InputDescs(c, index, metas);  // kept for the compile and task-plan phases
+    metas[n.name] = InferNodeMeta(c);
     if (!CustomOpCast<EagerExecuteOp>(c.op) && !CustomOpCast<AnnotatedArgsOp>(c.op)) {
-      throw EngineError(n.name, NodeWhere(n) + ": op_type '" + n.op_type +
-                                    "' can neither execute nor declare launch args (capabilities: " +
-                                    CapabilityString(c.op->GetCapabilities()) + ")");
+      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": op_type '" + n.op_type +
+                                               "' can neither execute nor declare launch args (capabilities: " +
+                                               CapabilityString(c.op->GetCapabilities()) + ")");
     }
   }
+  return metas;
+}
+
+void CheckGraphOutputs(const Graph& graph, const GraphIndex& index, const OutputMetas& metas) {
   for (const auto& r : graph.outputs) {
     if (r.node.empty()) {
-      if (!graph_inputs.count(r.text)) throw EngineError("", graph.file + ": outputs: unknown tensor '" + Abbreviate(r.text) + "'");
+      if (!index.inputs.count(r.text)) {
+        throw EngineError(Kind::kGraph, "", graph.file + ": outputs: unknown tensor '" + Abbreviate(r.text) + "'");
+      }
       continue;
     }
     auto it = metas.find(r.node);
-    if (it == metas.end()) throw EngineError("", graph.file + ": outputs: unknown node '" + Abbreviate(r.node) + "' in '" + Abbreviate(r.text) + "'");
+    if (it == metas.end()) {
+      throw EngineError(Kind::kGraph, "",
+                        graph.file + ": outputs: unknown node '" + Abbreviate(r.node) + "' in '" + Abbreviate(r.text) + "'");
+    }
     if (r.index >= it->second.size()) {
-      throw EngineError(r.node, graph.file + ": outputs: '" + Abbreviate(r.text) + "' but node '" + Abbreviate(r.node) + "' has " +
-                                    std::to_string(it->second.size()) + " output(s)");
+      throw EngineError(Kind::kGraph, r.node, graph.file + ": outputs: '" + Abbreviate(r.text) + "' but node '" +
+                                                  Abbreviate(r.node) + "' has " + std::to_string(it->second.size()) +
+                                                  " output(s)");
     }
   }
-  for (std::size_t idx : order) cg.nodes.push_back(std::move(nodes[idx]));
+}
 
-  // 4. Compile phase: once per compilable node, in dependency order.
+// ---- pass 4: the compile phase, once per compilable node, in dependency order ----
+
+void CompileNodes(CompiledGraph& cg, const OutputMetas& metas, const CompileOptions& copts) {
   const std::string platform_dir = copts.platform_dir.empty() ? DefaultPlatformDir() : copts.platform_dir;
   const std::string soc = copts.soc.empty() ? "host" : copts.soc;
   for (CompiledNode& c : cg.nodes) {
@@ -319,54 +392,81 @@ CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
     ++c.stats.compile_calls;
     Status st = comp->Compile(&ctx);
     if (!st.ok()) {
-      throw EngineError(n.name, NodeWhere(n) + ": compile failed (" + c.stats.source + "): " + st.message(), st.Describe());
+      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": compile failed (" + c.stats.source + "): " + st.message(),
+                        st.Describe());
     }
   }
+}
 
-  // 5. Task plans: declare_launch_args once per node per compilation. A node
-  // whose op also has execute uses the plan: it runs without Python.
+// ---- pass 5: task plans ----
+
+// A launch of the node's plan, its kernel resolved (its binary loaded once per cache).
+CompiledNode::Launch ResolveLaunch(const GraphNode& n, const KernelLaunch& l, KernelCache& kernels) {
+  CompiledNode::Launch launch;
+  launch.kernel_name = l.kernel_name;
+  launch.label = NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "'";
+  launch.block_dim = l.block_dim;
+  launch.slots = l.args;
+  launch.words.resize(l.args.size());
+  for (std::size_t i = 0; i < l.args.size(); ++i) {
+    if (l.args[i].kind == KernelArgSlot::Kind::kScalar) launch.words[i] = l.args[i].value;
+  }
+  try {
+    // The label's suffix is report text only: the cache knows it is loading.
+    const std::string load_label = launch.label + ": kernel_bin";
+    launch.fn = kernels.Resolve(*l.kernel_bin, l.kernel_name, load_label.c_str());
+  } catch (const KernelError& e) {
+    throw EngineError(Kind::kKernel, n.name, NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "': " + e.what(), {},
+                      /*fatal=*/e.crashed_while_loading());
+  }
+  return launch;
+}
+
+// declare_launch_args once per node per compilation. A node whose op also has
+// execute uses the plan: it runs without Python.
+void BuildTaskPlans(CompiledGraph& cg) {
   cg.kernels = std::make_shared<KernelCache>();
   for (CompiledNode& c : cg.nodes) {
     auto* decl = CustomOpCast<AnnotatedArgsOp>(c.op);
     if (decl == nullptr) continue;
     const GraphNode& n = *c.node;
     if (!c.inferred) {
-      throw EngineError(n.name, NodeWhere(n) + ": declare_launch_args needs infer_meta to describe the outputs");
+      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": declare_launch_args needs infer_meta to describe the outputs");
     }
     const std::vector<TensorDesc>& in_descs = c.input_descs;
     AnnotatedArgsContext ctx(*c.schema, in_descs, c.input_layout, *c.inferred, c.output_layout, c.attrs, 0);
     ++c.stats.declare_calls;
     Status st = decl->DeclareLaunchArgs(ctx);
     if (!st.ok()) {
-      throw EngineError(n.name, NodeWhere(n) + ": declare_launch_args failed (" + c.stats.source + "): " + st.message(),
-                        st.Describe());
+      throw EngineError(Kind::kOp, n.name,
+                        NodeWhere(n) + ": declare_launch_args failed (" + c.stats.source + "): " + st.message(), st.Describe());
     }
     if (ctx.Plan().launches.empty()) {
       // A plan without launches would hand on outputs that nothing wrote.
-      throw EngineError(n.name, NodeWhere(n) + ": declare_launch_args (" + c.stats.source +
-                                    ") declared no launch (call add_launch at least once)");
+      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": declare_launch_args (" + c.stats.source +
+                                               ") declared no launch (call add_launch at least once)");
     }
     c.plan = ctx.TakePlan();
-    for (const KernelLaunch& l : c.plan->launches) {
-      CompiledNode::Launch launch;
-      launch.kernel_name = l.kernel_name;
-      launch.label = NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "'";
-      launch.block_dim = l.block_dim;
-      launch.slots = l.args;
-      launch.words.resize(l.args.size());
-      for (std::size_t i = 0; i < l.args.size(); ++i) {
-        if (l.args[i].kind == KernelArgSlot::Kind::kScalar) launch.words[i] = l.args[i].value;
-      }
-      try {
-        const std::string load_label = launch.label + ": kernel_bin";
-        launch.fn = cg.kernels->Resolve(*l.kernel_bin, l.kernel_name, load_label.c_str());
-      } catch (const KernelError& e) {
-        const bool crashed = std::string(e.what()).find("crashed while loading") != std::string::npos;
-        throw EngineError(n.name, NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "': " + e.what(), {}, crashed);
-      }
-      c.launches.push_back(std::move(launch));
-    }
+    for (const KernelLaunch& l : c.plan->launches) c.launches.push_back(ResolveLaunch(n, l, *cg.kernels));
   }
+}
+
+}  // namespace
+
+CompiledGraph Engine::Compile(const Graph& graph, const CompileOptions& copts) {
+  CompiledGraph cg;
+  cg.graph = &graph;
+  cg.options = graph.options;
+  for (const auto& [k, v] : copts.options) cg.options[k] = v;
+  const GraphIndex index(graph);
+
+  std::vector<CompiledNode> nodes = ResolveNodes(registry_, graph, index);
+  const std::vector<std::size_t> order = DependencyOrder(graph, nodes, index);
+  const OutputMetas metas = InferMetas(nodes, order, index);
+  CheckGraphOutputs(graph, index, metas);
+  for (std::size_t idx : order) cg.nodes.push_back(std::move(nodes[idx]));
+  CompileNodes(cg, metas, copts);
+  BuildTaskPlans(cg);
   return cg;
 }
 
@@ -385,7 +485,7 @@ void Engine::RunPlan(CompiledNode& c, const std::vector<Tensor*>& ins, std::map<
     try {
       outs.push_back(Tensor::Allocate(d));
     } catch (const std::exception& e) {
-      throw EngineError(n.name, NodeWhere(n) + ": cannot allocate an output: " + e.what());
+      throw EngineError(Kind::kRun, n.name, NodeWhere(n) + ": cannot allocate an output: " + e.what());
     }
   }
   for (auto& l : c.launches) {
@@ -401,7 +501,8 @@ void Engine::RunPlan(CompiledNode& c, const std::vector<Tensor*>& ins, std::map<
     auto crash = pool_->Run(l.fn, l.block_dim, l.words.data(), l.label.c_str());
     ++c.stats.kernel_launches;
     if (crash) {
-      throw EngineError(n.name, NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "' crashed: " + *crash, {}, /*fatal=*/true);
+      throw EngineError(Kind::kKernel, n.name, NodeWhere(n) + ": kernel '" + Abbreviate(l.kernel_name) + "' crashed: " + *crash, {},
+                        /*fatal=*/true);
     }
   }
   c.stats.execute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
@@ -424,7 +525,9 @@ std::vector<Tensor> Engine::NodeInputs(const CompiledNode& c, std::map<std::stri
   for (std::size_t ir = 0; ir < c.inputs.size(); ++ir) {
     auto take = [&](const TensorRef& r) {
       auto it = values.find(r.node.empty() ? r.text : r.node + ":" + std::to_string(r.index));
-      if (it == values.end()) throw EngineError(n.name, NodeWhere(n) + ": input '" + Abbreviate(r.text) + "' was not produced");
+      if (it == values.end()) {
+        throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": input '" + Abbreviate(r.text) + "' was not produced");
+      }
       const bool writable = ir < mutated.size() && mutated[ir];
       out.push_back(writable ? it->second.Clone() : it->second.ReadOnlyView());
     };
@@ -435,7 +538,7 @@ std::vector<Tensor> Engine::NodeInputs(const CompiledNode& c, std::map<std::stri
 }
 
 RunResult Engine::Run(CompiledGraph& cg, int repeat) {
-  if (repeat < 1) throw EngineError("", "repeat must be at least 1");
+  if (repeat < 1) throw EngineError(Kind::kRun, "", "repeat must be at least 1");
   const Graph& graph = *cg.graph;
   RunResult result;
   const auto t0 = std::chrono::steady_clock::now();
@@ -459,20 +562,23 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
       ++c.stats.execute_calls;
       Status st = ex->Execute(&ctx);
       c.stats.execute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
-      if (!st.ok()) throw EngineError(n.name, NodeWhere(n) + ": execute failed: " + st.message(), st.Describe());
+      if (!st.ok()) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": execute failed: " + st.message(), st.Describe());
       auto outs = ctx.TakeOutputs();
       for (std::size_t i = 0; i < outs.size(); ++i) {
-        if (!outs[i]) throw EngineError(n.name, NodeWhere(n) + ": execute did not allocate output " + std::to_string(i));
+        if (!outs[i]) {
+          throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": execute did not allocate output " + std::to_string(i));
+        }
         if (c.inferred) {
           const TensorDesc& want = (*c.inferred)[i];
           if (outs[i]->GetDataType() != want.data_type) {
-            throw EngineError(n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has dtype " +
-                                          DataTypeName(outs[i]->GetDataType()) + ", infer_meta said " + DataTypeName(want.data_type));
+            throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has dtype " +
+                                                     DataTypeName(outs[i]->GetDataType()) + ", infer_meta said " +
+                                                     DataTypeName(want.data_type));
           }
           if (outs[i]->GetStorageShape() != want.shape.GetStorageShape()) {
-            throw EngineError(n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has shape " +
-                                          outs[i]->GetStorageShape().ToString() + ", infer_meta said " +
-                                          want.shape.GetStorageShape().ToString());
+            throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has shape " +
+                                                     outs[i]->GetStorageShape().ToString() + ", infer_meta said " +
+                                                     want.shape.GetStorageShape().ToString());
           }
         }
         values.insert_or_assign(n.name + ":" + std::to_string(i), std::move(*outs[i]));
@@ -482,7 +588,7 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (const auto& r : graph.outputs) {
     auto it = values.find(r.node.empty() ? r.text : r.node + ":" + std::to_string(r.index));
-    if (it == values.end()) throw EngineError(r.node, "graph output '" + Abbreviate(r.text) + "' was not produced");
+    if (it == values.end()) throw EngineError(Kind::kOp, r.node, "graph output '" + Abbreviate(r.text) + "' was not produced");
     result.outputs.insert_or_assign(r.text, it->second);
   }
   return result;

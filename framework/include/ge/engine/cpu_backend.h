@@ -44,6 +44,19 @@ void SetKernelCrashExit(const char* prefix);
 class KernelError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  // The error of a binary whose constructors crashed while loading (in this
+  // call, or in an earlier one of the cache, which then refuses to load).
+  static KernelError CrashedWhileLoading(const std::string& what) {
+    KernelError e(what);
+    e.crashed_while_loading_ = true;
+    return e;
+  }
+  // A binary crashed while loading: the process is unreliable (the loader's
+  // lock may be held); report and end it without further clean-up.
+  bool crashed_while_loading() const noexcept { return crashed_while_loading_; }
+
+ private:
+  bool crashed_while_loading_ = false;
 };
 
 // Thread-safe. Loaded binaries stay loaded until the cache is destroyed;

@@ -26,8 +26,24 @@ namespace ge {
 
 class EngineError : public std::runtime_error {
  public:
+  // What went wrong, for callers that react to it: test kind(), never the text
+  // of what() (which is for people and may change).
+  enum class Kind {
+    kGraph,          // the graph does not fit the ops: inputs, references, attributes, a cycle, graph outputs
+    kUnknownOpType,  // a node's op_type is not registered (its plugin may have failed to load)
+    kOp,             // an op failed or broke its contract: creating it, infer_meta, compile,
+                     // declare_launch_args, execute, missing capabilities, outputs unlike infer_meta's
+    kKernel,         // a declared kernel: its binary cannot be loaded, the kernel is not in it,
+                     // or it crashed (then fatal())
+    kRun,            // Run itself: an invalid repeat count, an output that cannot be allocated
+  };
+
+  EngineError(Kind kind, std::string node, const std::string& msg, std::string details = {}, bool fatal = false)
+      : std::runtime_error(msg), kind_(kind), node_(std::move(node)), details_(std::move(details)), fatal_(fatal) {}
+  // Kind kGraph.
   EngineError(std::string node, const std::string& msg, std::string details = {}, bool fatal = false)
-      : std::runtime_error(msg), node_(std::move(node)), details_(std::move(details)), fatal_(fatal) {}
+      : EngineError(Kind::kGraph, std::move(node), msg, std::move(details), fatal) {}
+  Kind kind() const noexcept { return kind_; }
   const std::string& node() const noexcept { return node_; }
   // A kernel crashed: the process is unreliable (locks may be held); report
   // and end it without further clean-up.
@@ -36,6 +52,7 @@ class EngineError : public std::runtime_error {
   const std::string& details() const noexcept { return details_; }
 
  private:
+  Kind kind_ = Kind::kGraph;
   std::string node_;
   std::string details_;
   bool fatal_ = false;
