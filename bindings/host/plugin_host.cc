@@ -17,6 +17,7 @@
 #include "ge/log.h"
 #include "ge/text.h"
 #include "interpreter.h"
+#include "py_ref.h"
 #include "views.h"
 
 #ifndef GE_LIB_TO_PYTHON
@@ -29,35 +30,6 @@ namespace fs = boost::filesystem;
 namespace ge::host {
 
 namespace {
-
-// An owned reference to a Python object of one interpreter. It must be
-// released (Reset) with that interpreter current; a handle destroyed while
-// still holding a reference leaks it rather than touch Python without the GIL.
-class PyHandle {
- public:
-  PyHandle() = default;
-  explicit PyHandle(bp::object o) : p_(bp::incref(o.ptr())) {}
-  ~PyHandle() {
-    if (p_ != nullptr) Logger("host")->error("a Python reference was leaked at shutdown (not released in its interpreter)");
-  }
-  PyHandle(PyHandle&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
-  PyHandle& operator=(PyHandle&& o) noexcept {
-    std::swap(p_, o.p_);
-    return *this;
-  }
-  PyHandle(const PyHandle&) = delete;
-  PyHandle& operator=(const PyHandle&) = delete;
-  PyObject* get() const noexcept { return p_; }
-  explicit operator bool() const noexcept { return p_ != nullptr; }
-  // Precondition: the owning interpreter is current.
-  void Reset() noexcept {
-    Py_XDECREF(p_);
-    p_ = nullptr;
-  }
-
- private:
-  PyObject* p_ = nullptr;
-};
 
 // One loaded plugin: its interpreter and identity. Destroying it ends a
 // sub-interpreter (bounded; see Interpreter::End).
@@ -120,6 +92,10 @@ std::string FindPythonDir(const HostOptions& opts) {
 
 bp::object Import(const char* name) { return bp::import(name); }
 
+// A Python object kept by a long-lived adapter: a reference of its own,
+// released with Reset() in its interpreter (py_ref.h, InterpreterRef).
+py::InterpreterRef Keep(const bp::object& o) { return py::InterpreterRef::Borrow(o.ptr()); }
+
 // The one module the host calls into (bindings/python/ge/_entry.py).
 bp::object Entry() { return bp::import("ge._entry"); }
 
@@ -141,8 +117,9 @@ bp::object PathObject(const std::string& path) {
 class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public AnnotatedArgsOp, public InferMetaOp {
  public:
   PythonOpAdapter(std::shared_ptr<LoadedPlugin> plugin, std::shared_ptr<const OpSchema> schema, uint32_t caps,
-                  std::string descriptor_key, PyHandle cls, PyHandle proto, PyHandle call_infer_meta, PyHandle ctx_var,
-                  PyHandle compile_vars, PyHandle revalidate_compile, PyHandle launch_var,
+                  std::string descriptor_key, py::InterpreterRef cls, py::InterpreterRef proto, py::InterpreterRef call_infer_meta,
+                  py::InterpreterRef ctx_var, py::InterpreterRef compile_vars, py::InterpreterRef revalidate_compile,
+                  py::InterpreterRef launch_var,
                   std::shared_ptr<std::atomic<uint64_t>> calls)
       : plugin_(std::move(plugin)),
         schema_(std::move(schema)),
@@ -164,7 +141,7 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
 
   ~PythonOpAdapter() override {
     InterpreterGuard guard(*plugin_->interp);
-    for (PyHandle* h : {&cls_, &proto_, &call_infer_meta_, &ctx_var_, &compile_vars_, &revalidate_compile_, &launch_var_,
+    for (py::InterpreterRef* h : {&cls_, &proto_, &call_infer_meta_, &ctx_var_, &compile_vars_, &revalidate_compile_, &launch_var_,
                         &instance_, &execute_, &compile_, &declare_}) {
       h->Reset();
     }
@@ -228,14 +205,14 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
   // The class is instantiated with no arguments the first time the host needs
   // it (share/docs/plugin-authors.md, "The implementation"); bound methods are cached (an attribute lookup costs
   // ~140 ns on the hot path otherwise).
-  Status BindMethod(const char* name, PyHandle& slot, const py::CallSite& site) {
+  Status BindMethod(const char* name, py::InterpreterRef& slot, const py::CallSite& site) {
     try {
       if (!instance_) {
         bp::object cls(bp::handle<>(bp::borrowed(cls_.get())));
-        instance_ = PyHandle(cls());
+        instance_ = Keep(cls());
       }
       bp::object inst(bp::handle<>(bp::borrowed(instance_.get())));
-      slot = PyHandle(inst.attr(name));
+      slot = Keep(inst.attr(name));
       return Status::Ok();
     } catch (const bp::error_already_set&) {
       ErrorInfo e = py::FetchPythonError(site.plugin, site.file, site.method);
@@ -248,8 +225,8 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
   std::shared_ptr<const OpSchema> schema_;
   uint32_t caps_;
   std::string descriptor_key_;
-  PyHandle cls_, proto_, call_infer_meta_, ctx_var_, compile_vars_, revalidate_compile_, launch_var_, instance_, execute_,
-      compile_, declare_;
+  py::InterpreterRef cls_, proto_, call_infer_meta_, ctx_var_, compile_vars_, revalidate_compile_, launch_var_, instance_,
+      execute_, compile_, declare_;
   std::shared_ptr<std::atomic<uint64_t>> calls_;
   // What a fatal signal during each callback names (ge/crash_report.h).
   static constexpr const char* kMethods[] = {"execute", "compile", "declare_launch_args", "infer_meta"};
@@ -426,8 +403,8 @@ struct PluginHost::Impl {
           if (itf == "annotated_args") mask |= static_cast<uint32_t>(CustomOpCapability::kAnnotatedArgs);
         }
         l.made.push_back(std::make_shared<PythonOpAdapter>(
-            loaded, schema, mask, key, PyHandle(impl["cls"]), PyHandle(impl["proto"]), PyHandle(shared[0]),
-            PyHandle(shared[1]), PyHandle(shared[2]), PyHandle(impl["revalidate"]), PyHandle(shared[3]), calls));
+            loaded, schema, mask, key, Keep(impl["cls"]), Keep(impl["proto"]), Keep(shared[0]), Keep(shared[1]),
+            Keep(shared[2]), Keep(impl["revalidate"]), Keep(shared[3]), calls));
         l.keys.emplace_back(op_type, key);
       }
     } catch (const bp::error_already_set&) {

@@ -60,7 +60,7 @@ void RaiseKeyError(const std::string& msg) { Raise(PyExc_KeyError, msg); }
 
 std::string FsPath(PyObject* obj) {
   if (obj == nullptr || !PyUnicode_Check(obj)) return SafeStr(obj);
-  Ref bytes(PyUnicode_EncodeFSDefault(obj));
+  OwnedRef bytes = OwnedRef::Steal(PyUnicode_EncodeFSDefault(obj));
   if (!bytes) {
     PyErr_Clear();
     return SafeStr(obj);
@@ -167,7 +167,7 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
     info.location_line = plugin_frame ? in_plugin_line : innermost_line;
   }
   if (value) {
-    Ref kind(PyObject_GetAttrString(value.get(), "__ge_kind__"));
+    OwnedRef kind = OwnedRef::Steal(PyObject_GetAttrString(value.get(), "__ge_kind__"));
     if (kind && PyUnicode_Check(kind.get())) info.kind = SafeStr(kind.get());
     PyErr_Clear();
   }

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iomanip>
+#include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -78,36 +80,72 @@ nlohmann::json ShapeJson(const Shape& s) {
 
 }  // namespace
 
-int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
-             const std::function<void(int)>& before_teardown) {
+namespace {
+
+// What the command line asks for (after parsing and checking).
+struct RunArgs {
   std::string graph_path, opp_path, output_dir = "ge_run_out", log_level, soc = "host", registry_cache;
-  bool skip_crashed = false;
+  std::string output_dir_shown;  // the user's spelling, for the summary
   std::vector<std::string> option_args;
   int repeat = 1;
-  bool json_out = false;
-  bool allow_insecure = false;
+  bool json_out = false, skip_crashed = false, allow_insecure = false;
+};
+
+// Why --soc names no platform of share/platform (listing the ones there), or
+// nullopt. Checked up front so that a typo is a usage error even when no
+// compile reads the platform (a broken ini still fails that compile,
+// share/docs/compile.md).
+std::optional<std::string> UnknownSoc(const std::string& soc) {
+  if (soc == "host") return std::nullopt;
+  const std::string dir = DefaultPlatformDir();
+  std::error_code ec;
+  if (soc.find('/') == std::string::npos && stdfs::is_regular_file(stdfs::path(dir) / (soc + ".ini"), ec)) {
+    return std::nullopt;
+  }
+  ec.clear();
+  std::vector<std::string> names{"host"};
+  for (stdfs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code fec;
+    if (it->path().extension() == ".ini" && stdfs::is_regular_file(it->path(), fec)) {
+      names.push_back(it->path().stem().string());
+    }
+  }
+  std::sort(names.begin() + 1, names.end());
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return "unknown --soc '" + TerminalSafe(Abbreviate(soc)) + "': no " + TerminalSafe(Abbreviate(soc)) + ".ini in " +
+         dir + " (available: " + list + ")";
+}
+
+// Parses and checks the command line; an exit code when ge-run ends here
+// (--help: 0, a usage error: 2 with the message on `err`).
+std::optional<int> ParseArgs(int argc, const char* const* argv, RunArgs& a, std::ostream& out, std::ostream& err) {
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")(
-      "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
-      "output-dir", po::value<std::string>(&output_dir), "where outputs are written as <node>_<index>.npy (default ge_run_out)")(
-      "repeat", po::value<int>(&repeat), "execute the graph N times (default 1)")(
-      "soc", po::value<std::string>(&soc), "target platform for compile: host (default) or a share/platform/<SoC>.ini name")(
-      "option", po::value<std::vector<std::string>>(&option_args)->composing(),
+      "opp-path", po::value<std::string>(&a.opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
+      "output-dir", po::value<std::string>(&a.output_dir), "where outputs are written as <node>_<index>.npy (default ge_run_out)")(
+      "repeat", po::value<int>(&a.repeat), "execute the graph N times (default 1)")(
+      "soc", po::value<std::string>(&a.soc), "target platform for compile: host (default) or a share/platform/<SoC>.ini name")(
+      "option", po::value<std::vector<std::string>>(&a.option_args)->composing(),
       "compile option KEY=VALUE (repeatable; overrides the graph's \"options\")")(
-      "json", po::bool_switch(&json_out), "print the summary as JSON on stdout")(
-      "skip-crashed", po::bool_switch(&skip_crashed),
+      "json", po::bool_switch(&a.json_out), "print the summary as JSON on stdout")(
+      "skip-crashed", po::bool_switch(&a.skip_crashed),
       "do not load plugins the registry marks crashed, hung or exited (unchanged since)")(
-      "registry-cache", po::value<std::string>(&registry_cache),
+      "registry-cache", po::value<std::string>(&a.registry_cache),
       "the registry cache for --skip-crashed (default: ge-plugin-registryd's)")(
-      "allow-insecure", po::bool_switch(&allow_insecure),
+      "allow-insecure", po::bool_switch(&a.allow_insecure),
       "load plugins writable by others, owned by another user or linked from outside their opp folder")(
-      "log-level", po::value<std::string>(&log_level), "trace, debug, info, warn, error, off (default: GE_LOG_LEVEL or warn)");
+      "log-level", po::value<std::string>(&a.log_level), "trace, debug, info, warn, error, off (default: GE_LOG_LEVEL or warn)");
   po::options_description hidden;
-  hidden.add_options()("graph", po::value<std::string>(&graph_path));
+  hidden.add_options()("graph", po::value<std::string>(&a.graph_path));
   po::options_description all;
   all.add(desc).add(hidden);
   po::positional_options_description pos;
   pos.add("graph", 1);
+  auto usage = [&](const std::string& message) {
+    err << "ge-run: " << message << "\n" << kUsage << "\n";
+    return 2;
+  };
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(argc, argv)
@@ -121,82 +159,245 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
       out << kUsage << "\n\n" << desc;
       return 0;
     }
-    if (graph_path.empty()) {
-      err << "ge-run: missing GRAPH.json\n" << kUsage << "\n";
-      return 2;
-    }
-    if (repeat < 1) {
-      err << "ge-run: --repeat must be at least 1, got " << repeat << "\n" << kUsage << "\n";
-      return 2;
-    }
-    for (const auto& o : option_args) {
+    if (a.graph_path.empty()) return usage("missing GRAPH.json");
+    if (a.repeat < 1) return usage("--repeat must be at least 1, got " + std::to_string(a.repeat));
+    for (const auto& o : a.option_args) {
       const auto eq = o.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        err << "ge-run: --option expects KEY=VALUE, got '" << o << "'\n" << kUsage << "\n";
-        return 2;
-      }
+      if (eq == std::string::npos || eq == 0) return usage("--option expects KEY=VALUE, got '" + o + "'");
     }
-    if (soc.empty()) {
-      err << "ge-run: --soc must not be empty\n" << kUsage << "\n";
+    if (a.soc.empty()) return usage("--soc must not be empty");
+    if (auto problem = UnknownSoc(a.soc)) {
+      err << "ge-run: " << *problem << "\n";
       return 2;
     }
-    if (soc != "host") {
-      // Checked up front so that a typo is a usage error even when no compile
-      // reads the platform (a broken ini still fails that compile, share/docs/compile.md).
-      const std::string dir = DefaultPlatformDir();
-      std::error_code ec;
-      if (soc.find('/') != std::string::npos || !stdfs::is_regular_file(stdfs::path(dir) / (soc + ".ini"), ec)) {
-        ec.clear();
-        std::vector<std::string> names{"host"};
-        for (stdfs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-          std::error_code fec;
-          if (it->path().extension() == ".ini" && stdfs::is_regular_file(it->path(), fec)) {
-            names.push_back(it->path().stem().string());
-          }
-        }
-        std::sort(names.begin() + 1, names.end());
-        std::string list;
-        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-        err << "ge-run: unknown --soc '" << TerminalSafe(Abbreviate(soc)) << "': no " << TerminalSafe(Abbreviate(soc))
-            << ".ini in " << dir << " (available: " << list
-            << ")\n";
-        return 2;
-      }
-    }
-    if (!ApplyLogLevelOption(log_level, "ge-run", err)) return 2;
+    if (!ApplyLogLevelOption(a.log_level, "ge-run", err)) return 2;
   } catch (const po::error& e) {
-    err << "ge-run: " << TerminalSafe(e.what()) << "\n" << kUsage << "\n";
-    return 2;
+    return usage(TerminalSafe(e.what()));
   }
+  return std::nullopt;
+}
 
-  // Every path the user gave is resolved before any plugin runs (the graph and
-  // its .npy inputs are read before the plugins load; the others now): a plugin
-  // calling os.chdir must not move where outputs are written or the registry
-  // cache and opp paths are read. The summary keeps the user's spelling.
-  const std::string output_dir_shown = output_dir;
-  {
-    std::error_code ec;
-    const stdfs::path cwd = stdfs::current_path(ec);
-    auto resolve = [&](std::string& p) {
-      if (!p.empty() && !ec && stdfs::path(p).is_relative()) p = (cwd / p).lexically_normal().string();
-    };
-    resolve(output_dir);
-    resolve(registry_cache);
-    // The platform folder of compile is read later, after plugins ran.
-    if (const char* pd = std::getenv("GE_PLATFORM_DIR"); pd != nullptr && *pd != '\0') {
-      std::string dir = pd;
-      resolve(dir);
-      ::setenv("GE_PLATFORM_DIR", dir.c_str(), 1);
+// Every path the user gave is resolved before any plugin runs (the graph and
+// its .npy inputs are read before the plugins load; the others now): a plugin
+// calling os.chdir must not move where outputs are written or the registry
+// cache and opp paths are read. The summary keeps the user's spelling.
+void ResolvePaths(RunArgs& a) {
+  a.output_dir_shown = a.output_dir;
+  std::error_code ec;
+  const stdfs::path cwd = stdfs::current_path(ec);
+  auto resolve = [&](std::string& p) {
+    if (!p.empty() && !ec && stdfs::path(p).is_relative()) p = (cwd / p).lexically_normal().string();
+  };
+  resolve(a.output_dir);
+  resolve(a.registry_cache);
+  // The platform folder of compile is read later, after plugins ran.
+  if (const char* pd = std::getenv("GE_PLATFORM_DIR"); pd != nullptr && *pd != '\0') {
+    std::string dir = pd;
+    resolve(dir);
+    ::setenv("GE_PLATFORM_DIR", dir.c_str(), 1);
+  }
+  if (!a.opp_path.empty()) {
+    std::string joined;
+    for (std::string e : plugin::SplitOppPath(a.opp_path)) {
+      resolve(e);
+      joined += (joined.empty() ? "" : ":") + e;
     }
-    if (!opp_path.empty()) {
-      std::string joined;
-      for (std::string e : plugin::SplitOppPath(opp_path)) {
-        resolve(e);
-        joined += (joined.empty() ? "" : ":") + e;
-      }
-      opp_path = joined;
+    a.opp_path = joined;
+  }
+}
+
+// Two graph outputs written to one file name: the message, or nullopt.
+std::optional<std::string> OutputFileClash(const Graph& graph) {
+  std::map<std::string, std::string> files;  // file name -> output reference
+  for (const auto& r : graph.outputs) {
+    auto [it, fresh] = files.emplace(OutputFileName(r), r.text);
+    if (!fresh) {
+      return TerminalSafe(graph.file) + ": outputs '" + TerminalSafe(it->second) + "' and '" + TerminalSafe(r.text) +
+             "' would both be written to " + it->first;
     }
   }
+  return std::nullopt;
+}
+
+host::HostOptions HostOptionsFor(const RunArgs& a, std::ostream& err) {
+  host::HostOptions opts;
+  opts.allow_insecure = a.allow_insecure;
+  if (!a.opp_path.empty()) {
+    opts.opp_paths = plugin::SplitOppPath(a.opp_path);
+    opts.use_env_opp_path = false;
+  }
+  if (a.skip_crashed) {
+    std::string why;
+    auto verdict = registry::CrashVerdicts(a.registry_cache, &why);
+    if (!verdict) {
+      err << "ge-run: warning: --skip-crashed: " << TerminalSafe(why)
+          << "; no plugin is skipped (run ge-plugin-ls or the registry daemon to record crashes)\n";
+    } else {
+      opts.skip_plugin = verdict;
+    }
+  }
+  return opts;
+}
+
+// One warning per plugin that did not load; returns their names.
+std::string WarnAboutPlugins(const std::vector<host::PluginReport>& reports, std::ostream& err) {
+  std::string failed;
+  for (const auto& r : reports) {
+    if (r.ok()) continue;
+    err << "ge-run: warning: plugin " << TerminalSafe(r.name.empty() ? r.path : r.name) << " not loaded ("
+        << plugin::StatusName(r.status) << "): " << TerminalSafe(r.error.OneLine()) << "\n";
+    failed += (failed.empty() ? "" : ", ") + (r.name.empty() ? r.path : r.name);
+  }
+  return failed;
+}
+
+// An engine error on `err` (with the notes that help); ends the process at
+// once after a kernel crash.
+void ReportEngineError(const EngineError& e, const std::string& failed, bool no_plugins, std::ostream& out,
+                       std::ostream& err) {
+  err << "ge-run: error: " << TerminalSafe(e.what()) << "\n";
+  if (e.fatal()) {
+    // A crashed kernel may hold locks (the heap's, the loader's): end now,
+    // without destructors; nothing was written.
+    err << "ge-run: the process is ended without clean-up after the kernel crash\n";
+    err.flush();
+    out.flush();
+    std::_Exit(1);
+  }
+  if (!e.details().empty() && e.details() != e.what()) err << TerminalSafe(e.details(), /*keep_newlines=*/true) << "\n";
+  if (e.kind() == EngineError::Kind::kUnknownOpType) {
+    if (!failed.empty()) {
+      err << "ge-run: note: plugin(s) that failed to load (see the warnings above): " << TerminalSafe(failed) << "\n";
+    } else if (no_plugins) {
+      err << "ge-run: note: no plugin was found: give --opp-path or set ASCEND_CUSTOM_OPP_PATH\n";
+    }
+  }
+}
+
+// The run's summary (what --json prints), complete before any output file is
+// written: nothing after the write can fail and leave files behind.
+nlohmann::json Summary(const RunArgs& a, const Graph& graph, const CompiledGraph& compiled, const RunResult& result,
+                       const std::vector<host::PluginReport>& reports, uint64_t python_calls) {
+  nlohmann::json summary;
+  summary["graph"] = graph.name;
+  summary["soc"] = a.soc;
+  summary["options"] = compiled.options;
+  summary["repeat"] = a.repeat;
+  summary["seconds"] = result.seconds;
+  summary["outputs"] = nlohmann::json::object();
+  for (const auto& r : graph.outputs) {
+    const Tensor& t = result.outputs.at(r.text);
+    summary["outputs"][r.text] = {{"dtype", DataTypeName(t.GetDataType())},
+                                  {"shape", ShapeJson(t.GetStorageShape())},
+                                  {"file", (stdfs::path(a.output_dir_shown) / OutputFileName(r)).string()}};
+  }
+  summary["nodes"] = nlohmann::json::array();
+  for (const auto& c : compiled.nodes) {
+    summary["nodes"].push_back({{"name", c.stats.name},
+                                {"op_type", c.stats.op_type},
+                                {"source", c.stats.source},
+                                {"python", c.stats.python},
+                                {"calls", {{"infer_meta", c.stats.infer_meta_calls},
+                                           {"compile", c.stats.compile_calls},
+                                           {"declare_launch_args", c.stats.declare_calls},
+                                           {"execute", c.stats.execute_calls}}},
+                                {"kernel_launches", c.stats.kernel_launches},
+                                {"mode", c.plan ? "task_plan" : "eager"},
+                                {"execute_ms_mean", 1e3 * c.stats.execute_seconds / a.repeat}});
+  }
+  summary["python_calls"] = python_calls;
+  summary["plugins"] = nlohmann::json::array();
+  for (const auto& r : reports) {
+    nlohmann::json p = plugin::ToJson(r, /*with_detail=*/false);
+    p["ops"] = r.OpTypes();  // ge-run's summary lists op_types only
+    summary["plugins"].push_back(std::move(p));
+  }
+  return summary;
+}
+
+void PrintSummary(const nlohmann::json& summary, const RunArgs& a, std::ostream& out) {
+  if (a.json_out) {
+    out << summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return;
+  }
+  out << "graph '" << summary["graph"].get<std::string>() << "' (soc " << a.soc << "): " << summary["nodes"].size()
+      << " node(s), " << a.repeat << " run(s) in " << std::fixed << std::setprecision(3)
+      << 1e3 * summary["seconds"].get<double>() << " ms, " << summary["python_calls"].get<uint64_t>()
+      << " Python call(s)\n";
+  for (const auto& n : summary["nodes"]) {
+    out << "  " << std::left << std::setw(14) << n["name"].get<std::string>() << std::setw(22)
+        << TerminalSafe(n["op_type"].get<std::string>()) + " " << (n["python"].get<bool>() ? "python " : "c++    ")
+        << std::right << std::setw(10) << std::setprecision(4) << n["execute_ms_mean"].get<double>()
+        << " ms/run  infer_meta " << n["calls"]["infer_meta"].get<uint64_t>() << "  compile "
+        << n["calls"]["compile"].get<uint64_t>()
+        << (n["mode"] == "task_plan"
+                ? "  declare " + std::to_string(n["calls"]["declare_launch_args"].get<uint64_t>()) + "  launches " +
+                      std::to_string(n["kernel_launches"].get<uint64_t>())
+                : "  execute " + std::to_string(n["calls"]["execute"].get<uint64_t>()))
+        << "\n";
+  }
+  for (const auto& [ref, o] : summary["outputs"].items()) {
+    out << "  output " << TerminalSafe(ref) << ": " << o["dtype"].get<std::string>() << o["shape"].dump() << " -> "
+        << TerminalSafe(o["file"].get<std::string>()) << "\n";
+  }
+}
+
+// Loads the plugins, compiles and runs the graph, writes the outputs and
+// prints the summary; the exit code.
+int Run(const RunArgs& a, std::ostream& out, std::ostream& err, const std::function<void(int)>& before_teardown) {
+  Graph graph = LoadGraph(a.graph_path);
+  if (auto clash = OutputFileClash(graph)) {
+    err << "ge-run: error: " << *clash << "\n";
+    return 1;
+  }
+  OpRegistry registry;
+  Status st = RegisterBuiltinOps(registry);
+  if (!st.ok()) throw std::runtime_error(st.message());
+  host::PluginHost plugin_host(HostOptionsFor(a, err), registry);
+  // Destroyed before the host: the host's teardown (sub-interpreters ending,
+  // their atexit handlers) and Python's finalization run after the caller's
+  // before_teardown (ge-run's exit watchdog), with the status the run ends with.
+  int exit_rc = 1;
+  struct BeforeTeardown {
+    const int& rc;
+    const std::function<void(int)>& fn;
+    ~BeforeTeardown() {
+      if (fn) fn(rc);
+    }
+  } before_host_teardown{exit_rc, before_teardown};
+  const auto& reports = plugin_host.LoadAll();
+  const std::string failed = WarnAboutPlugins(reports, err);
+  nlohmann::json summary;
+  {
+    Engine engine(registry);
+    CompiledGraph compiled;
+    RunResult result;
+    try {
+      CompileOptions copts;
+      copts.soc = a.soc;
+      for (const auto& o : a.option_args) copts.options[o.substr(0, o.find('='))] = o.substr(o.find('=') + 1);
+      compiled = engine.Compile(graph, copts);
+      result = engine.Run(compiled, a.repeat);
+    } catch (const EngineError& e) {
+      ReportEngineError(e, failed, reports.empty(), out, err);
+      return 1;
+    }
+    summary = Summary(a, graph, compiled, result, reports, plugin_host.PythonCalls());
+    WriteOutputs(graph, result, a.output_dir);
+  }
+  PrintSummary(summary, a, out);
+  out.flush();
+  exit_rc = 0;
+  return 0;
+}
+
+}  // namespace
+
+int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
+             const std::function<void(int)>& before_teardown) {
+  RunArgs args;
+  if (std::optional<int> rc = ParseArgs(argc, argv, args, out, err)) return *rc;
+  ResolvePaths(args);
   // A crashing kernel ends ge-run from the signal handler, with its node and
   // kernel named, before anything can deadlock on a lock the kernel held.
   SetKernelCrashExit("ge-run: error: ");
@@ -205,159 +406,8 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
                      "ge-run: note: `ge-plugin-ls --rescan` records the crash in the registry; `ge-run --skip-crashed` "
                      "then skips that plugin until its files change");
   try {
-    Graph graph = LoadGraph(graph_path);
-    {
-      std::map<std::string, std::string> files;  // file name -> output reference
-      for (const auto& r : graph.outputs) {
-        auto [it, fresh] = files.emplace(OutputFileName(r), r.text);
-        if (!fresh) {
-          err << "ge-run: error: " << TerminalSafe(graph.file) << ": outputs '" << TerminalSafe(it->second) << "' and '"
-            << TerminalSafe(r.text)
-              << "' would both be written to " << it->first << "\n";
-          return 1;
-        }
-      }
-    }
-    OpRegistry registry;
-    Status st = RegisterBuiltinOps(registry);
-    if (!st.ok()) throw std::runtime_error(st.message());
-    host::HostOptions opts;
-    opts.allow_insecure = allow_insecure;
-    if (!opp_path.empty()) {
-      opts.opp_paths = plugin::SplitOppPath(opp_path);
-      opts.use_env_opp_path = false;
-    }
-    if (skip_crashed) {
-      std::string why;
-      auto verdict = registry::CrashVerdicts(registry_cache, &why);
-      if (!verdict) {
-        err << "ge-run: warning: --skip-crashed: " << TerminalSafe(why)
-            << "; no plugin is skipped (run ge-plugin-ls or the registry daemon to record crashes)\n";
-      } else {
-        opts.skip_plugin = verdict;
-      }
-    }
-    host::PluginHost plugin_host(opts, registry);
-    // Destroyed before the host: the host's teardown (sub-interpreters ending,
-    // their atexit handlers) and Python's finalization run after the caller's
-    // before_teardown (ge-run's exit watchdog), with the status the run ends with.
-    int exit_rc = 1;
-    struct BeforeTeardown {
-      const int& rc;
-      const std::function<void(int)>& fn;
-      ~BeforeTeardown() {
-        if (fn) fn(rc);
-      }
-    } before_host_teardown{exit_rc, before_teardown};
-    const auto& reports = plugin_host.LoadAll();
-    std::string failed;
-    for (const auto& r : reports) {
-      if (!r.ok()) {
-        err << "ge-run: warning: plugin " << TerminalSafe(r.name.empty() ? r.path : r.name) << " not loaded ("
-            << plugin::StatusName(r.status) << "): " << TerminalSafe(r.error.OneLine()) << "\n";
-        failed += (failed.empty() ? "" : ", ") + (r.name.empty() ? r.path : r.name);
-      }
-    }
-    nlohmann::json summary;
-    {
-      Engine engine(registry);
-      CompiledGraph compiled;
-      RunResult result;
-      try {
-        CompileOptions copts;
-        copts.soc = soc;
-        for (const auto& o : option_args) copts.options[o.substr(0, o.find('='))] = o.substr(o.find('=') + 1);
-        compiled = engine.Compile(graph, copts);
-        result = engine.Run(compiled, repeat);
-      } catch (const EngineError& e) {
-        err << "ge-run: error: " << TerminalSafe(e.what()) << "\n";
-        if (e.fatal()) {
-          // A crashed kernel may hold locks (the heap's, the loader's): end now,
-          // without destructors; nothing was written.
-          err << "ge-run: the process is ended without clean-up after the kernel crash\n";
-          err.flush();
-          out.flush();
-          std::_Exit(1);
-        }
-        if (!e.details().empty() && e.details() != e.what()) err << TerminalSafe(e.details(), /*keep_newlines=*/true) << "\n";
-        if (e.kind() == EngineError::Kind::kUnknownOpType) {
-          if (!failed.empty()) {
-            err << "ge-run: note: plugin(s) that failed to load (see the warnings above): " << TerminalSafe(failed) << "\n";
-          } else if (reports.empty()) {
-            err << "ge-run: note: no plugin was found: give --opp-path or set ASCEND_CUSTOM_OPP_PATH\n";
-          }
-        }
-        return 1;
-      }
-      // The summary is complete before any output file is written: nothing
-      // after the write can fail and leave files behind.
-      std::map<std::string, std::string> files;
-      for (const auto& r : graph.outputs) files[r.text] = (stdfs::path(output_dir_shown) / OutputFileName(r)).string();
-      summary["graph"] = graph.name;
-      summary["soc"] = soc;
-      summary["options"] = compiled.options;
-      summary["repeat"] = repeat;
-      summary["seconds"] = result.seconds;
-      summary["outputs"] = nlohmann::json::object();
-      for (const auto& r : graph.outputs) {
-        const Tensor& t = result.outputs.at(r.text);
-        summary["outputs"][r.text] = {{"dtype", DataTypeName(t.GetDataType())},
-                                      {"shape", ShapeJson(t.GetStorageShape())},
-                                      {"file", files.at(r.text)}};
-      }
-      summary["nodes"] = nlohmann::json::array();
-      for (const auto& c : compiled.nodes) {
-        summary["nodes"].push_back({{"name", c.stats.name},
-                                    {"op_type", c.stats.op_type},
-                                    {"source", c.stats.source},
-                                    {"python", c.stats.python},
-                                    {"calls", {{"infer_meta", c.stats.infer_meta_calls},
-                                               {"compile", c.stats.compile_calls},
-                                               {"declare_launch_args", c.stats.declare_calls},
-                                               {"execute", c.stats.execute_calls}}},
-                                    {"kernel_launches", c.stats.kernel_launches},
-                                    {"mode", c.plan ? "task_plan" : "eager"},
-                                    {"execute_ms_mean", 1e3 * c.stats.execute_seconds / repeat}});
-      }
-      summary["python_calls"] = plugin_host.PythonCalls();
-      summary["plugins"] = nlohmann::json::array();
-      for (const auto& r : reports) {
-        nlohmann::json p = plugin::ToJson(r, /*with_detail=*/false);
-        p["ops"] = r.OpTypes();  // ge-run's summary lists op_types only
-        summary["plugins"].push_back(std::move(p));
-      }
-      WriteOutputs(graph, result, output_dir);
-    }
-    if (json_out) {
-      out << summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    } else {
-      out << "graph '" << graph.name << "' (soc " << soc << "): " << summary["nodes"].size() << " node(s), " << repeat << " run(s) in "
-          << std::fixed << std::setprecision(3) << 1e3 * summary["seconds"].get<double>() << " ms, "
-          << summary["python_calls"].get<uint64_t>() << " Python call(s)\n";
-      for (const auto& n : summary["nodes"]) {
-        out << "  " << std::left << std::setw(14) << n["name"].get<std::string>() << std::setw(22)
-            << TerminalSafe(n["op_type"].get<std::string>()) + " " << (n["python"].get<bool>() ? "python " : "c++    ") << std::right
-            << std::setw(10) << std::setprecision(4) << n["execute_ms_mean"].get<double>() << " ms/run  infer_meta "
-            << n["calls"]["infer_meta"].get<uint64_t>() << "  compile " << n["calls"]["compile"].get<uint64_t>()
-            << (n["mode"] == "task_plan"
-                    ? "  declare " + std::to_string(n["calls"]["declare_launch_args"].get<uint64_t>()) + "  launches " +
-                          std::to_string(n["kernel_launches"].get<uint64_t>())
-                    : "  execute " + std::to_string(n["calls"]["execute"].get<uint64_t>()))
-            << "\n";
-      }
-      for (const auto& [ref, o] : summary["outputs"].items()) {
-        out << "  output " << TerminalSafe(ref) << ": " << o["dtype"].get<std::string>() << o["shape"].dump() << " -> "
-            << TerminalSafe(o["file"].get<std::string>()) << "\n";
-      }
-    }
-    out.flush();
-    exit_rc = 0;
-    return 0;
-  } catch (const GraphError& e) {
-    err << "ge-run: error: " << TerminalSafe(e.what()) << "\n";
-  } catch (const NpyError& e) {
-    err << "ge-run: error: " << TerminalSafe(e.what()) << "\n";
-  } catch (const std::exception& e) {
+    return Run(args, out, err, before_teardown);
+  } catch (const std::exception& e) {  // GraphError, NpyError, the rest: one message, exit 1
     err << "ge-run: error: " << TerminalSafe(e.what()) << "\n";
   }
   return 1;
