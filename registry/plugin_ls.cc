@@ -197,6 +197,9 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
         problems.emplace_back(r.error.message,
                               "do not exit or crash the process at import time (no os._exit, no faulty C extension)");
         break;
+      case PluginStatus::kMissing:
+        problems.emplace_back(r.error.message, "check the path (or the target of the symbolic link)");
+        break;
       case PluginStatus::kHung:
         problems.emplace_back(r.error.message, "do not block or loop at import time; defer work to the callbacks");
         break;
