@@ -126,10 +126,14 @@ std::string ErrorHint(const plugin::PluginError& e) {
   if (e.kind == "metadata") return "fix pyproject.toml ([project] name/version/description, [tool.ge-plugin] isolation)";
   if (e.kind == "validation") return "make the method signature match the register_op prototype (share/docs/plugin-authors.md)";
   if (e.kind == "discovery") return "give a .py file or a package folder with __init__.py, named like a Python module";
+  if (e.kind == "name") return "rename the plugin: it would shadow that module for every plugin";
   if (exception == "SyntaxError" || exception == "IndentationError" || exception == "TabError") {
     return "fix the syntax at the given line";
   }
-  if (exception == "ModuleNotFoundError") return "install the missing module or vendor it inside the package";
+  if (exception == "ModuleNotFoundError") {
+    return "install the missing module, or vendor it: inside the package, or (a single-file plugin) as a helper "
+           "_name.py beside it (share/docs/plugin-authors.md, \"Opp folders\")";
+  }
   return "fix the error above; see share/docs/plugin-authors.md";
 }
 
@@ -234,7 +238,7 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
         }
       }
     }
-    if (candidate_of.count(r.path)) {
+    if (candidate_of.count(r.path) && r.ok()) {
       if (r.version.empty()) notes.push_back("no version: set [project] version in pyproject.toml or __version__");
       if (r.description.empty()) notes.push_back("no description: add a module docstring or [project] description");
     }
@@ -260,7 +264,7 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
       text << "]\n";
     }
     for (const auto& [p, h] : problems) text << "problem: " << Printable(p) << "\n  hint: " << h << "\n";
-    if (!r.error.traceback.empty() && !problems.empty()) {
+    if (!r.error.traceback.empty() && !problems.empty() && r.error.kind != "name") {
       text << TerminalSafe(Abbreviate(r.error.traceback, kMaxDetailsChars), /*keep_newlines=*/true) << "\n";
     }
     for (const auto& n : notes) text << "note: " << n << "\n";

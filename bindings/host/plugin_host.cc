@@ -513,7 +513,8 @@ struct PluginHost::Impl {
   void Report(const plugin::Discovery& d) {
     for (const auto& p : d.problems) {
       if (!problems_reported.emplace(p.path, p.error.message).second) continue;
-      log->warn("{}", p.error.message);
+      // A report, not only a log line: the caller prints it (ge-run warns once).
+      log->info("{}", p.error.message);
       reports.push_back(p);
     }
   }

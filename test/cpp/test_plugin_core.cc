@@ -125,6 +125,15 @@ BOOST_AUTO_TEST_CASE(discovery_reports_dangling_links_name_conflicts_and_duplica
   BOOST_CHECK_EQUAL(p->status, PluginStatus::kConflict);
   BOOST_CHECK_EQUAL(p->path, (t.dir / "b" / "p.py").string());
   BOOST_CHECK_EQUAL(p->conflicts_with, (t.dir / "a" / "p.py").string());
+  // A link to a sibling plugin is the same file under another entry: reported.
+  fs::create_symlink("p.py", t.dir / "a" / "q.py");
+  const Discovery again = Discover({(t.dir / "a").string()}, Opts());
+  const PluginRecord* q = Problem(again, "q");
+  BOOST_REQUIRE(q != nullptr);
+  BOOST_CHECK_EQUAL(q->status, PluginStatus::kConflict);
+  BOOST_CHECK(q->error.message.find("is the same file as") != std::string::npos);
+  // A trailing slash names the same folder.
+  BOOST_CHECK_EQUAL(Discover({(t.dir / "a").string() + "/"}, Opts()).plugins.size(), 1u);
 }
 
 BOOST_AUTO_TEST_CASE(discovery_gives_the_safety_verdict) {

@@ -354,3 +354,38 @@ def test_the_daemon_shows_a_non_utf8_path_by_its_listed_spelling(tmp_path, daemo
     shown = c.request({"cmd": "show", "path": plugins[0]["path"]})
     assert shown["ok"] and shown["plugin"]["name"] == "q", shown
     c.close()
+
+
+# ---- found by the newcomer pass -------------------------------------------------------------------
+
+def test_check_takes_a_package_path_with_a_trailing_slash(opp):
+    os.mkdir(opp / "pk")
+    write(opp / "pk" / "__init__.py", op_plugin("DiscSlash"))
+    for spelling in (str(opp / "pk") + "/", str(opp / "pk") + "//"):
+        p = run_ls("--check", spelling)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "DiscSlash" in p.stdout and "'.'" not in p.stdout
+
+
+def test_check_of_a_link_leaving_its_folder_agrees_with_the_listing(opp, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    write(outside / "out.py", op_plugin("DiscOut"))
+    os.symlink(outside / "out.py", opp / "e.py")
+    assert ls(opp)["e"]["status"] == "insecure"
+    p = run_ls("--check", str(opp / "e.py"))
+    assert p.returncode == 1 and "outside its opp folder" in p.stdout, p.stdout
+
+
+def test_a_link_to_a_sibling_plugin_is_reported_not_dropped(opp, tmp_path):
+    write(opp / "negate.py", op_plugin("DiscNegate"))
+    os.symlink("negate.py", opp / "negalias.py")
+    p = run_ls("--no-daemon", "--json", "--opp-path", str(opp), "--cache", str(tmp_path / "c.json"))
+    listed = {pl["name"]: pl for pl in json.loads(p.stdout)["plugins"]}
+    rc, ran, _, err = ge_run(tmp_path, opp)
+    assert rc == 0, err
+    assert set(listed) == set(ran) == {"negate", "negalias"}
+    # negalias sorts first and is the plugin; negate is the same file, reported.
+    assert agree(listed, ran, "negalias")["status"] == "ok"
+    dup = agree(listed, ran, "negate")
+    assert dup["status"] == "conflict" and "is the same file as" in dup["error"], dup

@@ -454,10 +454,12 @@ def import_plugin(plugin_name, module_name, path, is_package):
     """
     origin = _installed_module_origin(module_name)
     if origin is not None:
-        raise ValueError(
+        error = ValueError(
             f"plugin name '{module_name}' ({path}) is the name of a module of {origin}"
             if origin == "the standard library" else
-            f"plugin name '{module_name}' ({path}) is the name of an installed module ({origin})") from None
+            f"plugin name '{module_name}' ({path}) is the name of an installed module ({origin})")
+        error.__ge_kind__ = "name"  # ge-plugin-ls --check: "rename the plugin"
+        raise error
     existing = sys.modules.get(module_name)
     if existing is not None:
         origin = getattr(existing, "__file__", None) or "<built-in>"

@@ -50,10 +50,14 @@ std::string Canonical(const fs::path& p) {
 
 fs::path Absolute(const std::string& entry, const std::string& base_dir) {
   fs::path p(entry);
-  if (p.is_absolute()) return p.lexically_normal();
-  boost::system::error_code ec;
-  const fs::path base = base_dir.empty() ? fs::current_path(ec) : fs::path(base_dir);
-  return (base / p).lexically_normal();
+  if (!p.is_absolute()) {
+    boost::system::error_code ec;
+    p = (base_dir.empty() ? fs::current_path(ec) : fs::path(base_dir)) / p;
+  }
+  std::string s = p.lexically_normal().string();
+  // Boost spells a trailing slash ("pk/", what shell completion gives) "pk/.".
+  while (s.size() > 2 && s.compare(s.size() - 2, 2, "/.") == 0) s.resize(s.size() - 2);
+  return fs::path(s);
 }
 
 std::string LinkTarget(const fs::path& p) {
@@ -161,7 +165,20 @@ class Builder {
   }
 
   void Accept(Candidate c) {
-    if (!seen_.insert(c.real_path).second) return;  // the same file reached twice is one plugin
+    // The same file reached twice is one plugin: silently when it is the same
+    // entry (a folder listed twice), reported when another entry (a link to a
+    // sibling) names it.
+    auto [first, fresh_file] = seen_.emplace(c.real_path, c.path);
+    if (!fresh_file) {
+      if (first->second != c.path) {
+        PluginRecord r = ProblemRecord(c.name, c.path, PluginStatus::kConflict, "conflict",
+                                       c.path + " is the same file as " + first->second +
+                                           ", already a plugin (a file is loaded once; first in path order wins)");
+        r.conflicts_with = first->second;
+        out_.problems.push_back(std::move(r));
+      }
+      return;
+    }
     if (!IsIdentifier(c.name)) {
       Problem(c.name, c.path, PluginStatus::kError,
               "plugin name '" + c.name + "' (" + c.path +
@@ -237,7 +254,10 @@ class Builder {
     c.name = p.stem().string();
     c.path = p.string();
     c.real_path = Canonical(p);
-    c.root = fs::path(c.real_path).parent_path().string();  // named directly: its own folder is its opp folder
+    // Named directly, its folder is its opp folder: a link leaving it is
+    // refused as it is when the folder is listed.
+    c.root = folder.string();
+    c.escapes = c.real_path != c.path && !IsUnder(c.real_path, c.root);
     c.helpers = helpers;
     Accept(std::move(c));
   }
@@ -249,7 +269,8 @@ class Builder {
     c.name = p.filename().string();
     c.path = p.string();
     c.real_path = Canonical(p);
-    c.root = fs::path(c.real_path).parent_path().string();
+    c.root = folder.string();
+    c.escapes = c.real_path != c.path && !IsUnder(c.real_path, c.root);
     c.is_package = true;
     Accept(std::move(c));
   }
@@ -274,7 +295,7 @@ class Builder {
  private:
   const DiscoverOptions& opts_;
   Discovery out_;
-  std::set<std::string> seen_;
+  std::map<std::string, std::string> seen_;  // real path -> the entry that named it first
   std::map<std::string, std::string> owners_;  // plugin name -> path of its first plugin
 };
 
