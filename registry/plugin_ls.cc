@@ -338,8 +338,8 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       err << "ge-plugin-ls: unknown --status '" << status << "' (ok, error, conflict, crashed, hung, exited, insecure, missing)\n";
       return 2;
     }
-    if (!(timeout_s > 0)) {
-      err << "ge-plugin-ls: --timeout must be > 0\n";
+    if (!(timeout_s > 0 && timeout_s <= kMaxScanTimeoutS)) {
+      err << "ge-plugin-ls: --timeout must be in (0, 86400] seconds\n";
       return 2;
     }
     if (!ApplyLogLevelOption(log_level, "ge-plugin-ls", err)) return 2;
@@ -385,12 +385,17 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       }
       if (auto line = c.RequestRaw(R"({"cmd":"list"})", &why, 60000)) {
         json j = json::parse(*line, nullptr, false);
-        const bool same_path = opp_path.empty() || (j.is_object() && j.value("opp_path", json::array()) == PathsJson(entries));
-        if (j.is_object() && j.value("ok", false) && same_path) {
+        // The daemon's listing is used only when it answers the same question:
+        // the same opp path (given or from ASCEND_CUSTOM_OPP_PATH) and the
+        // same safety rule (a daemon run with --allow-insecure lists what
+        // this listing would refuse).
+        const bool same_path = entries.empty() || (j.is_object() && j.value("opp_path", json::array()) == PathsJson(entries));
+        const bool same_rule = j.is_object() && j.value("allow_insecure", false) == allow_insecure;
+        if (j.is_object() && j.value("ok", false) && same_path && same_rule) {
           plugins = std::move(j["plugins"]);
           source = "daemon";
-        } else if (!same_path) {
-          spdlog::debug("the daemon serves another opp path; not using it");
+        } else if (!same_path || !same_rule) {
+          spdlog::debug("the daemon serves another opp path or safety rule; not using it");
         }
       }
     }

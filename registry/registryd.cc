@@ -202,6 +202,7 @@ class Daemon {
     snap->generation = ++generation_;
     snap->last_scan_ms = ms;
     json list = {{"ok", true}, {"source", "daemon"}, {"generation", snap->generation}, {"opp_path", PathsJson(entries_)},
+                 {"allow_insecure", ropts_.allow_insecure},
                  {"plugins", std::move(plugins)}};
     snap->list_line = list.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     state.Set(snap);
@@ -562,6 +563,7 @@ class Daemon {
                 {"generation", snap->generation},
                 {"last_scan_ms", snap->last_scan_ms},
                 {"opp_path", PathsJson(entries_)},
+                {"allow_insecure", ropts_.allow_insecure},
                 {"socket", socket_path_},
                 {"cache", cache_path_},
                 {"cache_error", CacheError().empty() ? json(nullptr) : json(CacheError())},
@@ -700,8 +702,8 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
           << kUsage << "\n";
       return 2;
     }
-    if (!(timeout_s > 0) || jobs < 1 || jobs > 64) {
-      err << "ge-plugin-registryd: --timeout must be > 0 and --jobs in 1..64\n" << kUsage << "\n";
+    if (!(timeout_s > 0 && timeout_s <= kMaxScanTimeoutS) || jobs < 1 || jobs > 64) {
+      err << "ge-plugin-registryd: --timeout must be in (0, 86400] seconds and --jobs in 1..64\n" << kUsage << "\n";
       return 2;
     }
     if (!ApplyLogLevelOption(log_level, "ge-plugin-registryd", err)) return 2;

@@ -21,6 +21,9 @@ namespace ge::registry {
 // ge-plugin-registryd --timeout); past it the child is killed and the plugin
 // marked "hung".
 inline constexpr double kDefaultScanTimeoutS = 10.0;
+// The largest --timeout the tools take (one day): a larger one would overflow
+// the scan's clock arithmetic.
+inline constexpr double kMaxScanTimeoutS = 86400.0;
 
 struct ScanOptions {
   std::string scanner;                      // ge-plugin-scan executable; empty: DefaultScanner()

@@ -177,7 +177,10 @@ int main(int argc, char** argv) {
     emit({{"begin", ge::PathText(path)}});
     ge::plugin::PluginRecord r;
     try {
+      // The engine's built-in ops are there too, so that a plugin redefining
+      // one is a conflict here as in ge-run.
       auto registry = std::make_unique<ge::OpRegistry>();
+      if (ge::Status st = ge::RegisterBuiltinOps(*registry); !st.ok()) throw std::runtime_error(st.message());
       ge::host::HostOptions opts;
       opts.use_env_opp_path = false;
       opts.allow_insecure = allow_insecure;

@@ -389,3 +389,124 @@ def test_a_link_to_a_sibling_plugin_is_reported_not_dropped(opp, tmp_path):
     assert agree(listed, ran, "negalias")["status"] == "ok"
     dup = agree(listed, ran, "negate")
     assert dup["status"] == "conflict" and "is the same file as" in dup["error"], dup
+
+
+# ---- found by the adversarial pass ------------------------------------------------------------------
+
+def test_a_plugin_redefining_a_builtin_op_is_a_conflict_in_both(opp, tmp_path):
+    write(opp / "relu.py", op_plugin("ReluCpp"))
+    listed = ls(opp)
+    rc, ran, _, err = ge_run(tmp_path, opp)
+    assert rc == 0, err
+    r = agree(listed, ran, "relu")
+    assert r["status"] == "conflict" and "builtin" in r["error"], r
+    assert run_ls("--check", str(opp / "relu.py")).returncode == 1
+
+
+@pytest.mark.parametrize("case", ["target folder writable", "helper link to a writable file",
+                                  "helper link out of the folder", "package too deep to check"])
+def test_what_can_change_a_plugin_is_checked_in_both(opp, tmp_path, case):
+    if case == "target folder writable":
+        os.mkdir(opp / "sub")
+        write(opp / "sub" / "impl.py", op_plugin("DiscSub"))
+        os.chmod(opp / "sub", 0o777)
+        os.symlink("sub/impl.py", opp / "d.py")
+        name, reason = "d", "writable by others"
+    elif case in ("helper link to a writable file", "helper link out of the folder"):
+        outside = tmp_path / "hout"
+        outside.mkdir()
+        if case == "helper link to a writable file":
+            os.mkdir(opp / "hsub")  # no __init__.py: neither a plugin nor a helper itself
+            write(opp / "hsub" / "real.py", "VALUE = 3.0\n", mode=0o666)
+            os.symlink("hsub/real.py", opp / "_h.py")
+            reason = "writable by others"
+        else:
+            target = write(outside / "_h.py", "VALUE = 3.0\n")
+            os.symlink(os.fsdecode(target), opp / "_h.py")
+            reason = "outside its opp folder"
+        write(opp / "useh.py", op_plugin("DiscUseH", imports="import _h", expr="_h.VALUE"))
+        name = "useh"
+    else:
+        d = opp / "deep"
+        os.mkdir(d)
+        write(d / "__init__.py", op_plugin("DiscDeep"))
+        for i in range(34):
+            d = d / f"d{i}"
+            os.mkdir(d)
+        name, reason = "deep", "too large to check"
+    listed = ls(opp)
+    rc, ran, _, err = ge_run(tmp_path, opp)
+    assert rc == 0, err
+    r = agree(listed, ran, name)
+    assert r["status"] == "insecure" and reason in r["error"], r
+
+
+def test_a_link_leaving_the_folder_does_not_hide_the_plugin_it_points_at(tmp_path):
+    o1, o2 = tmp_path / "o1", tmp_path / "o2"
+    o1.mkdir()
+    o2.mkdir()
+    write(o2 / "y.py", op_plugin("DiscY", 9.0))
+    os.symlink(o2 / "y.py", o1 / "x.py")
+    listed = ls(o1, o2)
+    rc, ran, value, err = ge_run(tmp_path, o1, o2, op_type="DiscY")
+    assert rc == 0 and value == [9.0, 9.0], err
+    assert agree(listed, ran, "x")["status"] == "insecure"
+    assert agree(listed, ran, "y")["status"] == "ok"
+
+
+def test_a_link_to_its_own_package_folder_is_not_outside(opp, tmp_path):
+    os.mkdir(opp / "pkg")
+    write(opp / "pkg" / "__init__.py", op_plugin("DiscSelf"))
+    os.symlink(".", opp / "pkg" / "self")
+    listed = ls(opp)
+    rc, ran, _, err = ge_run(tmp_path, opp)
+    assert agree(listed, ran, "pkg")["status"] == "ok"
+
+
+def test_odd_entries_are_reported_once_and_never_read(opp, tmp_path):
+    os.mkfifo(opp / "fifo.py")
+    os.symlink("/dev/zero", opp / "zero.py")
+    os.symlink("loop_b.py", opp / "loop_a.py")
+    os.symlink("loop_a.py", opp / "loop_b.py")
+    write(opp / "class.py", op_plugin("DiscKeyword"))
+    missing = tmp_path / "nonexist"
+    # The opp folder and a missing entry listed twice, one with a trailing slash.
+    entries = [opp, opp, missing, str(missing) + "/"]
+    listed_all = json.loads(run_ls("--no-daemon", "--json", "--opp-path", ":".join(map(str, entries)),
+                                   "--cache", str(tmp_path / "c.json")).stdout)["plugins"]
+    rc, ran, _, err = ge_run(tmp_path, *entries)
+    assert rc == 0, err
+    assert sorted(p["name"] for p in listed_all) == sorted(ran) == sorted(
+        ["fifo", "zero", "loop_a", "loop_b", "class", "nonexist"])
+    listed = {p["name"]: p for p in listed_all}
+    for name in ("fifo", "zero"):
+        assert "not a regular file" in agree(listed, ran, name)["error"]
+    for name in ("loop_a", "loop_b"):
+        assert "symbolic link loop" in agree(listed, ran, name)["error"]
+    assert "not a valid Python module name" in agree(listed, ran, "class")["error"]
+    assert agree(listed, ran, "nonexist")["status"] == "missing"
+
+
+def test_a_timeout_too_large_for_the_clock_is_refused():
+    for value in ("1e10", "inf", "nan", "0"):
+        p = run_ls("--no-daemon", "--opp-path", "/nonexistent", "--timeout", value)
+        assert p.returncode == 2 and "--timeout must be in (0, 86400]" in p.stderr, (value, p.stderr)
+
+
+def test_ls_does_not_use_a_daemon_of_another_opp_path_or_safety_rule(opp, tmp_path, daemon_factory):
+    write(opp / "p.py", op_plugin("DiscDaemonP"))
+    write(opp / "open.py", op_plugin("DiscDaemonOpen"), mode=0o666)
+    other = tmp_path / "other"
+    other.mkdir()
+    write(other / "q.py", op_plugin("DiscDaemonQ"))
+    d = daemon_factory(opp, extra=["--allow-insecure"]).start()
+    env = {"GE_PLUGIN_REGISTRY_SOCKET": d.socket, "GE_PLUGIN_REGISTRY_CACHE": str(tmp_path / "c.json")}
+    # Another opp path, from the environment: not the daemon's answer.
+    p = run_ls("--json", env={**env, "ASCEND_CUSTOM_OPP_PATH": str(other)})
+    out = json.loads(p.stdout)
+    assert out["source"] != "daemon" and [pl["name"] for pl in out["plugins"]] == ["q"], out
+    # The same opp path, but this listing refuses what the daemon allows.
+    out = json.loads(run_ls("--json", "--opp-path", str(opp), env=env).stdout)
+    assert out["source"] != "daemon" and {pl["name"]: pl["status"] for pl in out["plugins"]}["open"] == "insecure"
+    out = json.loads(run_ls("--json", "--opp-path", str(opp), "--allow-insecure", env=env).stdout)
+    assert out["source"] == "daemon" and {pl["name"]: pl["status"] for pl in out["plugins"]}["open"] == "ok"

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -26,7 +27,9 @@ namespace {
 
 // Bounds of a package walk: a plugin folder holding a whole file system (a
 // link loop, a mounted tree) must not stall the listing.
-constexpr int kMaxDepth = 8;
+// A package deeper or larger than this is refused as insecure ("too large to
+// check") rather than half checked and half stamped.
+constexpr int kMaxDepth = 32;
 constexpr std::size_t kMaxFiles = 10000;
 
 bool IsUnder(const std::string& path, const std::string& root) {
@@ -34,7 +37,14 @@ bool IsUnder(const std::string& path, const std::string& root) {
          (root == "/" || path[root.size()] == '/');
 }
 
+// Python's keywords: valid identifiers no `import` statement can name.
+const std::set<std::string> kKeywords{"False", "None", "True", "and", "as", "assert", "async", "await", "break",
+                                      "class", "continue", "def", "del", "elif", "else", "except", "finally", "for",
+                                      "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or",
+                                      "pass", "raise", "return", "try", "while", "with", "yield"};
+
 bool IsIdentifier(const std::string& s) {
+  if (kKeywords.count(s)) return false;
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   for (unsigned char c : s) {
     if (!(std::isalnum(c) || c == '_') || c >= 0x80) return false;
@@ -111,14 +121,20 @@ std::string CheckOne(const std::string& p, uid_t uid) {
 
 // Walks a package tree (bounded, without __pycache__), calling `visit` for
 // each path; stops at the first non-empty answer.
+// A walk that hits kMaxDepth or kMaxFiles answers kTooLarge.
 template <typename Visit>
 std::string WalkTree(const std::string& dir, Visit visit) {
   boost::system::error_code ec;
   fs::recursive_directory_iterator it(dir, ec), end;
-  for (std::size_t n = 0; !ec && it != end && n < kMaxFiles; it.increment(ec), ++n) {
-    if (it->path().filename() == "__pycache__" || it.depth() > kMaxDepth) {
+  std::size_t n = 0;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (it->path().filename() == "__pycache__") {
       it.disable_recursion_pending();
-      if (it->path().filename() == "__pycache__") continue;
+      continue;
+    }
+    if (it.depth() > kMaxDepth || ++n > kMaxFiles) {
+      return dir + " holds more than " + std::to_string(kMaxFiles) + " files or " + std::to_string(kMaxDepth) +
+             " levels of folders: too large to check";
     }
     if (std::string r = visit(it->path()); !r.empty()) return r;
   }
@@ -131,15 +147,35 @@ std::string TreeReason(const std::string& dir, uid_t uid) {
     boost::system::error_code ec;
     if (fs::is_symlink(p, ec)) {
       const std::string target = Canonical(p);
-      if (!IsUnder(target, dir)) return p.string() + " resolves outside the plugin folder " + dir + " (a symbolic link)";
+      if (target != dir && !IsUnder(target, dir)) {
+        return p.string() + " resolves outside the plugin folder " + dir + " (a symbolic link)";
+      }
     }
     return {};
   });
 }
 
+// A helper module (a `_name.py` or `_name/` beside single-file plugins): it
+// and, when it is a link, its target and the target's folder; a link leaving
+// the opp folder is refused like a plugin's.
+std::string HelperReason(const std::string& h, const std::string& root, uid_t uid) {
+  if (auto r = CheckOne(h, uid); !r.empty()) return r;
+  const std::string target = Canonical(h);
+  if (target != h) {
+    if (!IsUnder(target, root)) return h + " resolves outside its opp folder " + root + " (a symbolic link to " + target + ")";
+    if (auto r = CheckOne(target, uid); !r.empty()) return r;
+  }
+  if (IsPackageDir(target)) return TreeReason(target, uid);
+  return {};
+}
+
 std::string InsecureReason(const Candidate& c, uid_t uid) {
   if (c.escapes) return c.path + " resolves outside its opp folder " + c.root + " (a symbolic link to " + c.real_path + ")";
-  for (const std::string& p : {c.root, c.path, c.real_path}) {
+  // The opp folder, the entry, what it resolves to and (for a link) the
+  // folder that holds the target: whoever can write one of them can change
+  // what is loaded.
+  const std::string target_folder = fs::path(c.real_path).parent_path().string();
+  for (const std::string& p : {c.root, c.path, c.real_path, target_folder}) {
     if (auto r = CheckOne(p, uid); !r.empty()) return r;
   }
   if (c.is_package) {
@@ -147,10 +183,7 @@ std::string InsecureReason(const Candidate& c, uid_t uid) {
   }
   if (c.helpers) {
     for (const auto& h : c.helpers->paths) {
-      if (auto r = CheckOne(h, uid); !r.empty()) return r;
-      if (IsPackageDir(h)) {
-        if (auto r = TreeReason(Canonical(h), uid); !r.empty()) return r;
-      }
+      if (auto r = HelperReason(h, c.root, uid); !r.empty()) return r;
     }
   }
   return {};
@@ -160,7 +193,9 @@ class Builder {
  public:
   explicit Builder(const DiscoverOptions& o) : opts_(o) {}
 
+  // A problem is reported once, also when its entry is listed twice.
   void Problem(const std::string& name, const std::string& path, PluginStatus status, const std::string& message) {
+    if (!problems_seen_.emplace(path, message).second) return;
     out_.problems.push_back(ProblemRecord(name, path, status, "discovery", message));
   }
 
@@ -168,7 +203,9 @@ class Builder {
     // The same file reached twice is one plugin: silently when it is the same
     // entry (a folder listed twice), reported when another entry (a link to a
     // sibling) names it.
-    auto [first, fresh_file] = seen_.emplace(c.real_path, c.path);
+    // A link leaving its opp folder is refused, and must not hide the plugin
+    // it points at: it is keyed by its own path.
+    auto [first, fresh_file] = seen_.emplace(c.escapes ? c.path : c.real_path, c.path);
     if (!fresh_file) {
       if (first->second != c.path) {
         PluginRecord r = ProblemRecord(c.name, c.path, PluginStatus::kConflict, "conflict",
@@ -207,11 +244,21 @@ class Builder {
     const fs::file_status link_st = fs::symlink_status(p, ec);
     const bool link = fs::is_symlink(link_st);
     const fs::file_status st = fs::status(p, ec);
+    const bool named_like_plugin = p.extension() == ".py" || p.extension().empty();
     if (link && !fs::exists(st)) {
-      if (p.extension() == ".py" || p.extension().empty()) {
+      if (!named_like_plugin) return;
+      if (ec.value() == ELOOP) {
+        Problem(p.stem().string(), p.string(), PluginStatus::kError, p.string() + " is a symbolic link loop");
+      } else {
         Problem(p.stem().string(), p.string(), PluginStatus::kMissing,
                 p.string() + " is a symbolic link to " + LinkTarget(p) + ", which does not exist");
       }
+      return;
+    }
+    if (p.extension() == ".py" && !fs::is_regular_file(st) && !fs::is_directory(st)) {
+      // A FIFO, a device (a link to /dev/zero): never read, but not dropped silently.
+      Problem(p.stem().string(), p.string(), PluginStatus::kError,
+              p.string() + " is not a regular file (a FIFO, socket or device): not loaded");
       return;
     }
     Candidate c;
@@ -276,16 +323,21 @@ class Builder {
   }
 
   // Missing entries and dangling links named directly.
-  bool Exists(const fs::path& abs, const std::string& entry) {
+  // Missing entries, dangling links and link loops named directly; the
+  // message names the absolute path (the same whatever the spelling given).
+  bool Exists(const fs::path& abs) {
     boost::system::error_code ec;
     const fs::file_status st = fs::status(abs, ec);
     if (fs::exists(st)) return true;
-    const std::string name = abs.filename().string();
-    if (fs::is_symlink(fs::symlink_status(abs, ec))) {
-      Problem(name, abs.string(), PluginStatus::kMissing,
+    const std::string name = abs.extension() == ".py" ? abs.stem().string() : abs.filename().string();
+    const std::string entry = abs.string();
+    if (ec.value() == ELOOP) {
+      Problem(name, entry, PluginStatus::kError, "opp path entry " + entry + " is a symbolic link loop");
+    } else if (fs::is_symlink(fs::symlink_status(abs, ec))) {
+      Problem(name, entry, PluginStatus::kMissing,
               "opp path entry " + entry + " is a symbolic link to " + LinkTarget(abs) + ", which does not exist");
     } else {
-      Problem(name, abs.string(), PluginStatus::kMissing, "opp path entry " + entry + " does not exist");
+      Problem(name, entry, PluginStatus::kMissing, "opp path entry " + entry + " does not exist");
     }
     return false;
   }
@@ -297,6 +349,7 @@ class Builder {
   Discovery out_;
   std::map<std::string, std::string> seen_;  // real path -> the entry that named it first
   std::map<std::string, std::string> owners_;  // plugin name -> path of its first plugin
+  std::set<std::pair<std::string, std::string>> problems_seen_;  // (path, message)
 };
 
 }  // namespace
@@ -323,16 +376,16 @@ Discovery Discover(const std::vector<std::string>& entries, const DiscoverOption
   Builder b(options);
   for (const auto& entry : entries) {
     const fs::path abs = Absolute(entry, base_dir);
-    if (!b.Exists(abs, entry)) continue;
+    if (!b.Exists(abs)) continue;
     boost::system::error_code ec;
     const fs::file_status st = fs::status(abs, ec);
     if (fs::is_regular_file(st) && abs.extension() == ".py") {
       b.File(abs);
     } else if (fs::is_directory(st)) {
-      b.Folder(abs, entry);
+      b.Folder(abs, abs.string());
     } else {
       b.Problem(abs.filename().string(), abs.string(), PluginStatus::kError,
-                "opp path entry " + entry + " is neither a .py file nor a folder");
+                "opp path entry " + abs.string() + " is neither a .py file nor a folder");
     }
   }
   return b.Take();
@@ -341,7 +394,7 @@ Discovery Discover(const std::vector<std::string>& entries, const DiscoverOption
 Discovery DiscoverOne(const std::string& path, const DiscoverOptions& options, const std::string& base_dir) {
   Builder b(options);
   const fs::path abs = Absolute(path, base_dir);
-  if (b.Exists(abs, path)) {
+  if (b.Exists(abs)) {
     boost::system::error_code ec;
     const fs::file_status st = fs::status(abs, ec);
     if (fs::is_regular_file(st) && abs.extension() == ".py") {
@@ -350,7 +403,7 @@ Discovery DiscoverOne(const std::string& path, const DiscoverOptions& options, c
       b.Package(abs);
     } else {
       b.Problem(abs.filename().string(), abs.string(), PluginStatus::kError,
-                path + " is not one plugin (a .py file or a package folder with __init__.py)");
+                abs.string() + " is not one plugin (a .py file or a package folder with __init__.py)");
     }
   }
   return b.Take();
