@@ -66,12 +66,31 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
   if (!to_scan.empty()) {
     ScanOptions scan = opts.scan;
     scan.allow_insecure = opts.allow_insecure;  // the child's host decides with the same rule
-    std::vector<PluginRecord> scanned = ScanPlugins(to_scan, scan);
-    for (std::size_t i = 0; i < to_scan.size(); ++i) {
-      PluginRecord& r = scanned[i];
-      r.path = to_scan[i];
-      r.stamp = stamps[to_scan[i]];
-      records[to_scan[i]] = std::move(r);
+    std::map<std::string, const plugin::Candidate*> candidate;
+    for (const auto& c : found.plugins) candidate[c.path] = &c;
+    std::vector<std::string> paths = to_scan;
+    // A plugin whose files change while it is scanned (one that writes into
+    // its own folder at import, or an edit during the scan) is scanned once
+    // more and stamped after that scan: its record is never older than its
+    // stamp, and a plugin that writes a log at import does not make the
+    // daemon rescan it for ever.
+    for (int round = 0; round < 2 && !paths.empty(); ++round) {
+      std::vector<PluginRecord> scanned = ScanPlugins(paths, scan);
+      std::vector<std::string> changed;
+      for (std::size_t i = 0; i < paths.size(); ++i) {
+        const plugin::Candidate& c = *candidate.at(paths[i]);
+        plugin::Stamp after = plugin::ComputeStamp(c, false);
+        if (!after.SameMeta(stamps[paths[i]])) {
+          after = plugin::ComputeStamp(c, true);
+          if (round == 0 && after.hash != stamps[paths[i]].hash) changed.push_back(paths[i]);
+          stamps[paths[i]] = after;
+        }
+        PluginRecord& r = scanned[i];
+        r.path = paths[i];
+        r.stamp = stamps[paths[i]];
+        records[paths[i]] = std::move(r);
+      }
+      paths = std::move(changed);
     }
   }
   if (!opts.no_scan) st.scanned = to_scan.size();

@@ -510,3 +510,18 @@ def test_ls_does_not_use_a_daemon_of_another_opp_path_or_safety_rule(opp, tmp_pa
     assert out["source"] != "daemon" and {pl["name"]: pl["status"] for pl in out["plugins"]}["open"] == "insecure"
     out = json.loads(run_ls("--json", "--opp-path", str(opp), "--allow-insecure", env=env).stdout)
     assert out["source"] == "daemon" and {pl["name"]: pl["status"] for pl in out["plugins"]}["open"] == "ok"
+
+
+def test_a_plugin_writing_into_its_own_package_is_not_rescanned_for_ever(opp, tmp_path):
+    os.mkdir(opp / "logger")
+    write(opp / "logger" / "__init__.py",
+          "import os, time\n"
+          "open(os.path.join(os.path.dirname(__file__), 'import.log'), 'w').write(str(time.time()))\n"
+          + op_plugin("DiscLogger"))
+    cache = tmp_path / "c.json"
+    args = ["--no-daemon", "--json", "--opp-path", str(opp), "--cache", str(cache)]
+    first = json.loads(run_ls(*args).stdout)
+    assert first["source"] == "scan" and first["plugins"][0]["status"] == "ok"
+    # Its own write during the scan is part of its stamp: the next listing is
+    # served from the cache, not scanned again.
+    assert json.loads(run_ls(*args).stdout)["source"] == "cache"
