@@ -90,7 +90,6 @@ std::string FindPythonDir(const HostOptions& opts) {
                            "); set GE_PLUGIN_PYTHON_DIR or HostOptions::python_dir");
 }
 
-bp::object Import(const char* name) { return bp::import(name); }
 
 // A Python object kept by a long-lived adapter: a reference of its own,
 // released with Reset() in its interpreter (py_ref.h, InterpreterRef).
@@ -337,7 +336,9 @@ struct PluginHost::Impl {
     }
     InterpreterGuard guard(*runtime->Main());
     try {
-      bp::dict md = bp::extract<bp::dict>(Entry().attr("read_metadata")(PathObject(c.path), c.is_package));
+      bp::object entry = Entry();
+      entry.attr("check_name")(c.name, PathObject(c.path));
+      bp::dict md = bp::extract<bp::dict>(entry.attr("read_metadata")(PathObject(c.path), c.is_package));
       l.report.version = bp::extract<std::string>(md["version"]);
       l.report.description = bp::extract<std::string>(md["description"]);
       l.report.isolation = bp::extract<std::string>(md["isolation"]);

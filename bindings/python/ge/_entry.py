@@ -4,6 +4,8 @@ Every call the host makes into Python goes through a function of this module,
 in the interpreter of the plugin concerned, with the interpreter lock held:
 
 * ``read_metadata(path, is_package)`` -> dict (main interpreter);
+* ``check_name(name, path)`` -> None, or ValueError when the name would shadow
+  a standard or installed module (main interpreter);
 * ``import_plugin(name, path, is_package, subinterpreter)`` -> dict with the
   module's ``version``/``description`` and the registry ``before`` snapshot;
 * ``collect(name, before, subinterpreter)`` -> list of one dict per
@@ -25,7 +27,7 @@ the file-system encoding and ``surrogateescape`` (POSIX paths are bytes).
 import functools
 
 from . import _loader
-from ._loader import join_threads, read_metadata, run_atexit_handlers  # noqa: F401  (host entry points)
+from ._loader import check_name, join_threads, read_metadata, run_atexit_handlers  # noqa: F401  (host entry points)
 import ge.custom_op as _custom_op
 from .custom_op import _host, _impl, _proto, proto as _proto_api
 from .custom_op._validate import validate_impl

@@ -418,6 +418,22 @@ def _installed_module_origin(name):
     return locations[0] if locations else name
 
 
+def check_name(module_name, path):
+    """Raise ValueError (``__ge_kind__`` "name") when ``module_name`` is the
+    name of a standard-library or installed module: a plugin never replaces
+    one, for itself or for others (share/docs/plugin-authors.md, "Opp
+    folders")."""
+    origin = _installed_module_origin(module_name)
+    if origin is None:
+        return
+    error = ValueError(
+        f"plugin name '{module_name}' ({path}) is the name of a module of {origin}"
+        if origin == "the standard library" else
+        f"plugin name '{module_name}' ({path}) is the name of an installed module ({origin})")
+    error.__ge_kind__ = "name"  # ge-plugin-ls --check: "rename the plugin"
+    raise error
+
+
 def prepare(plugin_name, subinterpreter, is_package=True, plugin_path=""):
     """Prepare the current interpreter for a plugin: stdout/stderr into the
     host log, the signal guard, source-only loading of its package, and in a
@@ -447,19 +463,11 @@ def import_plugin(plugin_name, module_name, path, is_package):
     """Import a plugin file or package under ``module_name``, from source;
     returns the module.
 
-    Raises whatever the plugin's code raises; ValueError when the name is the
-    name of a standard-library or installed module (a plugin never replaces
-    one) or another module of that name is already imported in this
-    interpreter (main isolation).
+    Raises whatever the plugin's code raises; ValueError when another module
+    of that name is already imported in this interpreter (main isolation).
+    The host has checked the name with check_name before (in the main
+    interpreter, whose import caches serve every plugin).
     """
-    origin = _installed_module_origin(module_name)
-    if origin is not None:
-        error = ValueError(
-            f"plugin name '{module_name}' ({path}) is the name of a module of {origin}"
-            if origin == "the standard library" else
-            f"plugin name '{module_name}' ({path}) is the name of an installed module ({origin})")
-        error.__ge_kind__ = "name"  # ge-plugin-ls --check: "rename the plugin"
-        raise error
     existing = sys.modules.get(module_name)
     if existing is not None:
         origin = getattr(existing, "__file__", None) or "<built-in>"

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include <boost/filesystem.hpp>
@@ -96,11 +97,45 @@ std::shared_ptr<const FolderHelpers> HelpersOf(const std::vector<fs::path>& chil
 }
 
 std::vector<fs::path> ListSorted(const fs::path& dir, boost::system::error_code& ec) {
+  std::vector<std::pair<std::string, fs::path>> named;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    named.emplace_back(it->path().filename().string(), it->path());
+  }
+  std::sort(named.begin(), named.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<fs::path> children;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) children.push_back(it->path());
-  std::sort(children.begin(), children.end(),
-            [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
+  children.reserve(named.size());
+  for (auto& n : named) children.push_back(std::move(n.second));
   return children;
+}
+
+// The helpers of a folder named directly (a file entry, LoadPlugin, the
+// scanner child loading one plugin after another from one folder): listed
+// once per process while the folder's mtime and ctime stay the same (adding,
+// removing or renaming an entry changes them).
+std::shared_ptr<const FolderHelpers> CachedHelpersOf(const fs::path& folder);
+
+std::shared_ptr<const FolderHelpers> CachedHelpersOf(const fs::path& folder) {
+  struct Entry {
+    int64_t mtime_ns = 0, ctime_ns = 0;
+    std::shared_ptr<const FolderHelpers> helpers;
+  };
+  static std::mutex mu;
+  static std::map<std::string, Entry> cache;
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0) return nullptr;
+  const int64_t m = int64_t{st.st_mtim.tv_sec} * 1000000000LL + st.st_mtim.tv_nsec;
+  const int64_t c = int64_t{st.st_ctim.tv_sec} * 1000000000LL + st.st_ctim.tv_nsec;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(folder.string());
+    if (it != cache.end() && it->second.mtime_ns == m && it->second.ctime_ns == c) return it->second.helpers;
+  }
+  boost::system::error_code ec;
+  auto helpers = HelpersOf(ListSorted(folder, ec));
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() > 1024) cache.clear();  // bounded: folders are few
+  cache[folder.string()] = Entry{m, c, helpers};
+  return helpers;
 }
 
 std::string UserName(uid_t uid) {
@@ -108,15 +143,22 @@ std::string UserName(uid_t uid) {
   return std::to_string(uid);
 }
 
-// Why one file or folder (not followed when it is a link) is unsafe, or "".
-std::string CheckOne(const std::string& p, uid_t uid) {
-  struct stat st {};
-  if (::lstat(p.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) return {};
+// Why a file or folder whose lstat is `st` is unsafe, or "" (a link itself
+// is never the problem: its target is checked).
+std::string ModeReason(const std::string& p, const struct stat& st, uid_t uid) {
+  if (S_ISLNK(st.st_mode)) return {};
   if (st.st_mode & S_IWOTH) return p + " is writable by others (chmod o-w)";
   if (st.st_uid != 0 && st.st_uid != uid) {
     return p + " is owned by user " + UserName(st.st_uid) + ", neither root nor the loading user " + UserName(uid);
   }
   return {};
+}
+
+// Why one file or folder (not followed when it is a link) is unsafe, or "".
+std::string CheckOne(const std::string& p, uid_t uid) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return {};
+  return ModeReason(p, st, uid);
 }
 
 // Walks a package tree (bounded, without __pycache__), calling `visit` for
@@ -169,14 +211,23 @@ std::string HelperReason(const std::string& h, const std::string& root, uid_t ui
   return {};
 }
 
-std::string InsecureReason(const Candidate& c, uid_t uid) {
+// `root_reason`: the verdict on c.root, taken once per opp folder by the
+// caller; `entry_reason`: the verdict on c.path when the caller has its lstat
+// already (null: taken here).
+std::string InsecureReason(const Candidate& c, uid_t uid, const std::string& root_reason,
+                           const std::string* entry_reason) {
   if (c.escapes) return c.path + " resolves outside its opp folder " + c.root + " (a symbolic link to " + c.real_path + ")";
-  // The opp folder, the entry, what it resolves to and (for a link) the
+  // The opp folder, the entry, and for a link what it resolves to and the
   // folder that holds the target: whoever can write one of them can change
   // what is loaded.
-  const std::string target_folder = fs::path(c.real_path).parent_path().string();
-  for (const std::string& p : {c.root, c.path, c.real_path, target_folder}) {
-    if (auto r = CheckOne(p, uid); !r.empty()) return r;
+  if (!root_reason.empty()) return root_reason;
+  if (auto r = entry_reason ? *entry_reason : CheckOne(c.path, uid); !r.empty()) return r;
+  if (c.real_path != c.path) {
+    if (auto r = CheckOne(c.real_path, uid); !r.empty()) return r;
+    const std::string target_folder = fs::path(c.real_path).parent_path().string();
+    if (target_folder != c.root) {
+      if (auto r = CheckOne(target_folder, uid); !r.empty()) return r;
+    }
   }
   if (c.is_package) {
     if (auto r = TreeReason(c.real_path, uid); !r.empty()) return r;
@@ -231,7 +282,13 @@ class Builder {
       out_.problems.push_back(std::move(r));
       return;
     }
-    if (opts_.check_safety) c.insecure = InsecureReason(c, opts_.uid);
+    if (opts_.check_safety) {
+      auto root = root_reasons_.find(c.root);
+      if (root == root_reasons_.end()) root = root_reasons_.emplace(c.root, CheckOne(c.root, opts_.uid)).first;
+      auto entry = entry_reasons_.find(c.path);
+      c.insecure = InsecureReason(c, opts_.uid, root->second,
+                                  entry == entry_reasons_.end() ? nullptr : &entry->second);
+    }
     out_.plugins.push_back(std::move(c));
   }
 
@@ -240,10 +297,16 @@ class Builder {
   void Child(const fs::path& p, const std::string& root, const std::shared_ptr<const FolderHelpers>& helpers) {
     const std::string name = p.filename().string();
     if (name.empty() || name[0] == '_' || name[0] == '.') return;  // helpers, __pycache__, hidden files
+    // One lstat gives the kind of entry and its safety verdict; a link is
+    // followed with a stat of its own.
+    struct stat lst {};
+    if (::lstat(p.c_str(), &lst) != 0) return;
+    const bool link = S_ISLNK(lst.st_mode);
     boost::system::error_code ec;
-    const fs::file_status link_st = fs::symlink_status(p, ec);
-    const bool link = fs::is_symlink(link_st);
-    const fs::file_status st = fs::status(p, ec);
+    const fs::file_status st = link ? fs::status(p, ec)
+                                    : fs::file_status(S_ISREG(lst.st_mode)   ? fs::regular_file
+                                                      : S_ISDIR(lst.st_mode) ? fs::directory_file
+                                                                             : fs::type_unknown);
     const bool named_like_plugin = p.extension() == ".py" || p.extension().empty();
     if (link && !fs::exists(st)) {
       if (!named_like_plugin) return;
@@ -275,6 +338,7 @@ class Builder {
     c.root = root;
     c.real_path = link ? Canonical(p) : p.string();
     c.escapes = link && !IsUnder(c.real_path, root);
+    if (opts_.check_safety) entry_reasons_[c.path] = ModeReason(c.path, lst, opts_.uid);
     Accept(std::move(c));
   }
 
@@ -295,8 +359,7 @@ class Builder {
   void File(const fs::path& abs) {
     const fs::path folder(Canonical(abs.parent_path()));
     const fs::path p = folder / abs.filename();
-    boost::system::error_code ec;
-    const auto helpers = HelpersOf(ListSorted(folder, ec));
+    const auto helpers = CachedHelpersOf(folder);
     Candidate c;
     c.name = p.stem().string();
     c.path = p.string();
@@ -350,6 +413,8 @@ class Builder {
   std::map<std::string, std::string> seen_;  // real path -> the entry that named it first
   std::map<std::string, std::string> owners_;  // plugin name -> path of its first plugin
   std::set<std::pair<std::string, std::string>> problems_seen_;  // (path, message)
+  std::map<std::string, std::string> root_reasons_;             // opp folder -> its verdict
+  std::map<std::string, std::string> entry_reasons_;            // entry path -> its verdict (from Child's lstat)
 };
 
 }  // namespace
