@@ -102,7 +102,7 @@ std::string ListIndexPath(const std::string& cache_path) { return cache_path + "
 // written with (a cache cut short or replaced invalidates it).
 std::string CacheIdentity(const std::string& cache_path) {
   struct stat st {};
-  if (::stat(cache_path.c_str(), &st) != 0) return {};
+  if (::stat(cache_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};  // no cache file, no index
   return "C\t" + std::to_string(static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec) + "\t" +
          std::to_string(static_cast<long long>(st.st_size)) + "\t" + std::to_string(static_cast<long long>(st.st_ino));
 }

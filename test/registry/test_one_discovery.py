@@ -525,3 +525,17 @@ def test_a_plugin_writing_into_its_own_package_is_not_rescanned_for_ever(opp, tm
     # Its own write during the scan is part of its stamp: the next listing is
     # served from the cache, not scanned again.
     assert json.loads(run_ls(*args).stdout)["source"] == "cache"
+
+
+def test_a_cache_path_that_is_a_folder_gets_no_listing_index(opp, tmp_path):
+    write(opp / "p.py", op_plugin("DiscCacheDir"))
+    cache = tmp_path / "cache.json"
+    cache.mkdir()
+    args = ["--no-daemon", "--json", "--opp-path", str(opp), "--cache", str(cache)]
+    for _ in range(2):
+        p = run_ls(*args)
+        assert p.returncode == 0, p.stderr
+        out = json.loads(p.stdout)
+        assert out["source"] == "scan" and out["plugins"][0]["status"] == "ok", out
+        assert "warning" in p.stderr
+    assert not os.path.exists(str(cache) + ".list")
