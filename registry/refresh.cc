@@ -27,21 +27,12 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
   const std::set<std::string> forced(force_paths.begin(), force_paths.end());
   for (const auto& c : found.plugins) {
     live.insert(c.path);
-    plugin::Stamp now = plugin::ComputeStamp(c, false);
+    plugin::Stamp now;
     auto it = records.find(c.path);
     bool fresh = false;
     if (it != records.end() && it->second.stamp && !force && !forced.count(c.path)) {
-      const plugin::Stamp& old = *it->second.stamp;
-      if (old.SameMeta(now)) {
-        fresh = true;
-        now.hash = old.hash;
-      } else {
-        now = plugin::ComputeStamp(c, true);
-        if (!old.hash.empty() && old.hash == now.hash) {  // touched, not changed: keep the verdict
-          it->second.stamp = now;
-          fresh = true;
-        }
-      }
+      fresh = plugin::StillFresh(c, *it->second.stamp, &now);
+      if (fresh) it->second.stamp = now;  // touched, not changed: the verdict stays, with the new stamp
     }
     if (now.hash.empty()) now = plugin::ComputeStamp(c, true);
     // The safety verdict is taken every time (permissions change without content).

@@ -56,7 +56,7 @@ def import_plugin(name, path, is_package, subinterpreter):
         module = _loader.import_plugin(name, name, path, is_package)
     except BaseException as exc:
         refused = _loader.refused_extensions()
-        _undo(name, before, subinterpreter)
+        abandon(name, before, subinterpreter)
         if refused:
             fix = ("set isolation = \"main\" under [tool.ge-plugin] in the plugin's pyproject.toml" if is_package else
                    "single-file plugins always run in a sub-interpreter: make it a package (a folder with "
@@ -69,16 +69,13 @@ def import_plugin(name, path, is_package, subinterpreter):
     return {"version": meta["version"], "description": meta["description"], "before": before}
 
 
-def _undo(name, before, subinterpreter):
+def abandon(name, before, subinterpreter):
+    """Remove what the plugin registered since ``before`` (and, in the main
+    interpreter, its modules): a failed import or validation, or a plugin the
+    host does not register."""
     _host.discard(before)
     if not subinterpreter:
         _loader.forget_plugin(name)
-
-
-def abandon(name, before, subinterpreter):
-    """Remove a loaded plugin's registrations (and, in the main interpreter,
-    its modules): the host does not register it."""
-    _undo(name, before, subinterpreter)
 
 
 def collect(name, before, subinterpreter):
@@ -114,7 +111,7 @@ def collect(name, before, subinterpreter):
                 "revalidate": functools.partial(validate_impl, descriptor, "compile", proto),
             })
     except BaseException:
-        _undo(name, before, subinterpreter)
+        abandon(name, before, subinterpreter)
         raise
     return out
 

@@ -250,7 +250,9 @@ class Builder {
     out_.problems.push_back(ProblemRecord(name, path, status, "discovery", message));
   }
 
-  void Accept(Candidate c) {
+  // `entry_reason`: the safety verdict on c.path when the caller has its
+  // lstat already (null: taken here).
+  void Accept(Candidate c, const std::string* entry_reason = nullptr) {
     // The same file reached twice is one plugin: silently when it is the same
     // entry (a folder listed twice), reported when another entry (a link to a
     // sibling) names it.
@@ -285,9 +287,7 @@ class Builder {
     if (opts_.check_safety) {
       auto root = root_reasons_.find(c.root);
       if (root == root_reasons_.end()) root = root_reasons_.emplace(c.root, CheckOne(c.root, opts_.uid)).first;
-      auto entry = entry_reasons_.find(c.path);
-      c.insecure = InsecureReason(c, opts_.uid, root->second,
-                                  entry == entry_reasons_.end() ? nullptr : &entry->second);
+      c.insecure = InsecureReason(c, opts_.uid, root->second, entry_reason);
     }
     out_.plugins.push_back(std::move(c));
   }
@@ -338,8 +338,8 @@ class Builder {
     c.root = root;
     c.real_path = link ? Canonical(p) : p.string();
     c.escapes = link && !IsUnder(c.real_path, root);
-    if (opts_.check_safety) entry_reasons_[c.path] = ModeReason(c.path, lst, opts_.uid);
-    Accept(std::move(c));
+    const std::string entry_reason = opts_.check_safety ? ModeReason(c.path, lst, opts_.uid) : std::string();
+    Accept(std::move(c), &entry_reason);
   }
 
   void Folder(const fs::path& dir, const std::string& shown) {
@@ -355,37 +355,23 @@ class Builder {
     for (const auto& c : children) Child(c, root, helpers);
   }
 
-  // A `.py` file named directly: its folder is canonical, its own name kept.
-  void File(const fs::path& abs) {
-    const fs::path folder(Canonical(abs.parent_path()));
-    const fs::path p = folder / abs.filename();
-    const auto helpers = CachedHelpersOf(folder);
-    Candidate c;
-    c.name = p.stem().string();
-    c.path = p.string();
-    c.real_path = Canonical(p);
-    // Named directly, its folder is its opp folder: a link leaving it is
-    // refused as it is when the folder is listed.
-    c.root = folder.string();
-    c.escapes = c.real_path != c.path && !IsUnder(c.real_path, c.root);
-    c.helpers = helpers;
-    Accept(std::move(c));
-  }
-
-  void Package(const fs::path& abs) {
+  // A `.py` file or a package folder named directly: its folder is made
+  // canonical, its own name kept. That folder is its opp folder, so a link
+  // leaving it is refused as it is when the folder is listed.
+  void Named(const fs::path& abs, bool is_package) {
     const fs::path folder(Canonical(abs.parent_path()));
     const fs::path p = folder / abs.filename();
     Candidate c;
-    c.name = p.filename().string();
+    c.name = is_package ? p.filename().string() : p.stem().string();
     c.path = p.string();
     c.real_path = Canonical(p);
     c.root = folder.string();
     c.escapes = c.real_path != c.path && !IsUnder(c.real_path, c.root);
-    c.is_package = true;
+    c.is_package = is_package;
+    if (!is_package) c.helpers = CachedHelpersOf(folder);
     Accept(std::move(c));
   }
 
-  // Missing entries and dangling links named directly.
   // Missing entries, dangling links and link loops named directly; the
   // message names the absolute path (the same whatever the spelling given).
   bool Exists(const fs::path& abs) {
@@ -414,7 +400,6 @@ class Builder {
   std::map<std::string, std::string> owners_;  // plugin name -> path of its first plugin
   std::set<std::pair<std::string, std::string>> problems_seen_;  // (path, message)
   std::map<std::string, std::string> root_reasons_;             // opp folder -> its verdict
-  std::map<std::string, std::string> entry_reasons_;            // entry path -> its verdict (from Child's lstat)
 };
 
 }  // namespace
@@ -445,7 +430,7 @@ Discovery Discover(const std::vector<std::string>& entries, const DiscoverOption
     boost::system::error_code ec;
     const fs::file_status st = fs::status(abs, ec);
     if (fs::is_regular_file(st) && abs.extension() == ".py") {
-      b.File(abs);
+      b.Named(abs, /*is_package=*/false);
     } else if (fs::is_directory(st)) {
       b.Folder(abs, abs.string());
     } else {
@@ -463,9 +448,9 @@ Discovery DiscoverOne(const std::string& path, const DiscoverOptions& options, c
     boost::system::error_code ec;
     const fs::file_status st = fs::status(abs, ec);
     if (fs::is_regular_file(st) && abs.extension() == ".py") {
-      b.File(abs);
+      b.Named(abs, /*is_package=*/false);
     } else if (IsPackageDir(abs)) {
-      b.Package(abs);
+      b.Named(abs, /*is_package=*/true);
     } else {
       b.Problem(abs.filename().string(), abs.string(), PluginStatus::kError,
                 abs.string() + " is not one plugin (a .py file or a package folder with __init__.py)");
@@ -553,9 +538,17 @@ Stamp ComputeStamp(const Candidate& c, bool with_hash) {
   return b.s;
 }
 
-bool StillFresh(const Candidate& c, const Stamp& old) {
-  if (ComputeStamp(c, false).SameMeta(old)) return true;
-  return !old.hash.empty() && ComputeStamp(c, true).hash == old.hash;
+bool StillFresh(const Candidate& c, const Stamp& old, Stamp* now) {
+  Stamp current = ComputeStamp(c, false);
+  bool fresh = current.SameMeta(old);
+  if (fresh) {
+    current.hash = old.hash;
+  } else {
+    current = ComputeStamp(c, true);
+    fresh = !old.hash.empty() && current.hash == old.hash;
+  }
+  if (now) *now = std::move(current);
+  return fresh;
 }
 
 }  // namespace ge::plugin

@@ -71,22 +71,8 @@ class Reader {
     out = v->get<double>();
     return true;
   }
-  const json* Array(const char* key, bool required) {
-    const json* v = Find(key, required);
-    if (v != nullptr && !v->is_array()) {
-      Fail(std::string("field '") + key + "' must be an array, got " + v->type_name());
-      return nullptr;
-    }
-    return v;
-  }
-  const json* Object(const char* key, bool required) {
-    const json* v = Find(key, required);
-    if (v != nullptr && !v->is_object()) {
-      Fail(std::string("field '") + key + "' must be an object, got " + v->type_name());
-      return nullptr;
-    }
-    return v;
-  }
+  const json* Array(const char* key, bool required) { return Container(key, required, &json::is_array, "an array"); }
+  const json* Object(const char* key, bool required) { return Container(key, required, &json::is_object, "an object"); }
   bool Fail(const std::string& why) {
     if (problem_.empty()) problem_ = where_ + why;
     return false;
@@ -95,6 +81,14 @@ class Reader {
   const std::string& problem() const { return problem_; }
 
  private:
+  const json* Container(const char* key, bool required, bool (json::*is)() const noexcept, const char* kind) {
+    const json* v = Find(key, required);
+    if (v != nullptr && !(v->*is)()) {
+      Fail(std::string("field '") + key + "' must be " + kind + ", got " + v->type_name());
+      return nullptr;
+    }
+    return v;
+  }
   const json* Find(const char* key, bool required) {
     auto it = j_.find(key);
     if (it == j_.end()) {

@@ -97,7 +97,9 @@ std::string InsecureMessage(const std::string& reason);
 Stamp ComputeStamp(const Candidate& plugin, bool with_hash);
 
 // True when `old` still describes the plugin: same metadata, or (after a
-// touch) the same content hash. Computes the hash only when needed.
-bool StillFresh(const Candidate& plugin, const Stamp& old);
+// touch) the same content hash. Computes the hash only when needed. `now`,
+// when given, receives the plugin's current stamp with its hash (old's when
+// the metadata are the same, computed otherwise).
+bool StillFresh(const Candidate& plugin, const Stamp& old, Stamp* now = nullptr);
 
 }  // namespace ge::plugin
