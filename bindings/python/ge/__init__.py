@@ -10,4 +10,4 @@ plain ``/usr/bin/python3`` (where ``_ge_native`` is the extension module next to
 this package), so plugin authors can unit-test with ``ge.testing``.
 """
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
