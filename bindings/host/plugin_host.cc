@@ -112,8 +112,14 @@ bp::object PathObject(const std::string& path) {
 
 // A Python implementation class seen through the C++ capability interfaces. It
 // inherits every interface; GetCapabilities() reports what the class defines,
-// so CustomOpCast refuses the others.
-class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public AnnotatedArgsOp, public InferMetaOp {
+// so CustomOpCast refuses the others. A failed call stores its Status (the
+// Python exception, plugin, file:line, traceback) in the context's error slot
+// and returns GRAPH_FAILED; the engine reports that Status.
+class PythonOpAdapter final : public CapabilityReportingOp,
+                              public EagerExecuteOp,
+                              public CompilableOp,
+                              public AnnotatedArgsOp,
+                              public InferMetaOp {
  public:
   PythonOpAdapter(std::shared_ptr<LoadedPlugin> plugin, std::shared_ptr<const OpSchema> schema, uint32_t caps,
                   std::string descriptor_key, py::InterpreterRef cls, py::InterpreterRef proto, py::InterpreterRef call_infer_meta,
@@ -149,7 +155,19 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
   uint32_t GetCapabilities() const noexcept override { return caps_; }
   const OpSchema& GetSchema() const noexcept override { return *schema_; }
 
-  Status Execute(EagerOpExecutionContext* ctx) override {
+  graphStatus Execute(gert::EagerOpExecutionContext* ctx) override { return Report(*ctx, DoExecute(ctx)); }
+  graphStatus Compile(gert::OpCompileContext* ctx) override { return Report(*ctx, DoCompile(ctx)); }
+  graphStatus DeclareLaunchArgs(gert::AnnotatedArgsContext& ctx) override { return Report(ctx, DoDeclareLaunchArgs(ctx)); }
+  graphStatus InferMeta(InferMetaContext* ctx) override { return Report(*ctx, DoInferMeta(ctx)); }
+
+ private:
+  static graphStatus Report(gert::ExtendedKernelContext& ctx, Status st) {
+    if (st.ok()) return GRAPH_SUCCESS;
+    ctx.SetError(std::move(st));
+    return GRAPH_FAILED;
+  }
+
+  Status DoExecute(EagerOpExecutionContext* ctx) {
     if (!HasCapability(caps_, CustomOpCapability::kEagerExecute)) return Status::Error(descriptor_key_ + " has no execute");
     InterpreterGuard guard(*plugin_->interp);
     py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "execute"};
@@ -162,7 +180,7 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
     return py::InvokeExecute(execute_.get(), ctx_var_.get(), ctx, site);
   }
 
-  Status Compile(OpCompileContext* ctx) override {
+  Status DoCompile(OpCompileContext* ctx) {
     if (!HasCapability(caps_, CustomOpCapability::kCompilable)) return Status::Error(descriptor_key_ + " has no compile");
     InterpreterGuard guard(*plugin_->interp);
     py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "compile"};
@@ -177,7 +195,7 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
                              PyTuple_GET_ITEM(vars, 1), ctx, site);
   }
 
-  Status DeclareLaunchArgs(AnnotatedArgsContext& ctx) override {
+  Status DoDeclareLaunchArgs(AnnotatedArgsContext& ctx) {
     if (!HasCapability(caps_, CustomOpCapability::kAnnotatedArgs)) {
       return Status::Error(descriptor_key_ + " has no declare_launch_args");
     }
@@ -192,7 +210,7 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
     return py::InvokeDeclareLaunchArgs(declare_.get(), launch_var_.get(), &ctx, site);
   }
 
-  Status InferMeta(InferMetaContext* ctx) override {
+  Status DoInferMeta(InferMetaContext* ctx) {
     InterpreterGuard guard(*plugin_->interp);
     py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "infer_meta"};
     CrashBreadcrumb crumb(crumbs_[3].c_str());
@@ -200,7 +218,6 @@ class PythonOpAdapter final : public EagerExecuteOp, public CompilableOp, public
     return py::InvokeInferMeta(call_infer_meta_.get(), proto_.get(), ctx, site);
   }
 
- private:
   // The class is instantiated with no arguments the first time the host needs
   // it (share/docs/plugin-authors.md, "The implementation"); bound methods are cached (an attribute lookup costs
   // ~140 ns on the hot path otherwise).

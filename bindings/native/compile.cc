@@ -185,7 +185,7 @@ Status InvokeCompile(PyObject* method, PyObject* revalidate, PyObject* ctx_var, 
                  [ctx](std::size_t i) { return ctx->GetInputTensor(i); }, lease, /*with_data=*/false);
     SetEntryArgs(args.get(), static_cast<Py_ssize_t>(n_in), DynamicOutputs(schema), ctx->OutputLayout(),
                  [ctx](std::size_t i) { return ctx->GetOutputTensor(i); }, lease, /*with_data=*/false);
-    OwnedRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
+    OwnedRef kwargs = AttrKwargs(schema, *ctx->GetAttrs(), lease);
     bp::object ctx_obj(CompileCtxView{ctx, nullptr, lease});
     bp::object plat_obj(PlatformView{ctx, lease});
     return CallSchemaBound(method, args.get(), kwargs.get(), {{ctx_var, ctx_obj.ptr()}, {platform_var, plat_obj.ptr()}},

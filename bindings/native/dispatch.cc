@@ -300,7 +300,7 @@ Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContex
     if (args.get() == nullptr) bp::throw_error_already_set();
     SetEntryArgs(args.get(), 0, DynamicInputs(schema), ctx->InputLayout(),
                  [ctx](std::size_t i) { return ctx->GetInputTensor(i); }, lease, /*with_data=*/true);
-    OwnedRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
+    OwnedRef kwargs = AttrKwargs(schema, *ctx->GetAttrs(), lease);
     bp::object ctx_obj = MakeExecCtx(ctx, lease);
     return CallSchemaBound(method, args.get(), kwargs.get(), {{ctx_var, ctx_obj.ptr()}}, site, keep_python_error);
   } catch (const bp::error_already_set&) {
@@ -332,7 +332,7 @@ Status InvokeInferMeta(PyObject* call_infer_meta, PyObject* proto, InferMetaCont
     LeaseScope scope(lease);
     bp::dict attrs;
     for (std::size_t i = 0; i < schema.attrs.size(); ++i) {
-      attrs[schema.attrs[i].name] = AttrToPython(ctx->GetAttrs().At(i), lease);
+      attrs[schema.attrs[i].name] = AttrToPython(ctx->GetAttrs()->At(i), lease);
     }
     bp::object fn(bp::handle<>(bp::borrowed(call_infer_meta)));
     bp::object result = fn(bp::object(bp::handle<>(bp::borrowed(proto))), inputs, attrs);

@@ -61,13 +61,12 @@ bp::object MallocWorkspace(const LaunchCtxView& v, bp::object size) {
   const uint64_t n = NonNegative(size, "workspace size");
   if (n == 0) RaiseValueError("workspace size must be positive, got 0");
   if (n > (uint64_t{1} << 40)) RaiseValueError("workspace size " + std::to_string(n) + " bytes is too large");
-  std::size_t index = 0;
-  try {
-    index = ctx.MallocWorkspace(static_cast<std::size_t>(n));
-  } catch (const std::bad_alloc&) {
+  const gert::WorkspaceAddr ws = ctx.MallocWorkSpace(static_cast<std::size_t>(n));
+  if (ws.addr == nullptr) {
+    ctx.TakeError();  // the same reason, said for Python below
     RaiseRuntimeError("cannot allocate a workspace of " + std::to_string(n) + " bytes");
   }
-  return bp::object(WorkspaceView{&ctx, index, static_cast<std::size_t>(n), v.lease});
+  return bp::object(WorkspaceView{&ctx, ws.index, static_cast<std::size_t>(n), v.lease});
 }
 
 int64_t StreamId(const LaunchCtxView& v) { return v.Get().GetStreamId(); }
@@ -226,7 +225,7 @@ Status InvokeDeclareLaunchArgs(PyObject* method, PyObject* ctx_var, AnnotatedArg
                  [ctx](std::size_t i) { return ctx->GetInputTensor(i); }, lease, /*with_data=*/false);
     SetEntryArgs(args.get(), static_cast<Py_ssize_t>(n_in), DynamicOutputs(schema), ctx->OutputLayout(),
                  [ctx](std::size_t i) { return ctx->GetOutputTensor(i); }, lease, /*with_data=*/false);
-    OwnedRef kwargs = AttrKwargs(schema, ctx->GetAttrs(), lease);
+    OwnedRef kwargs = AttrKwargs(schema, *ctx->GetAttrs(), lease);
     bp::object ctx_obj(LaunchCtxView{ctx, nullptr, lease});
     Status st = CallSchemaBound(method, args.get(), kwargs.get(), {{ctx_var, ctx_obj.ptr()}}, site, keep_python_error);
     if (st.ok() && ctx->Plan().launches.empty()) {

@@ -124,12 +124,13 @@ bp::object CtxRefInput(const ExecCtxView& v, bp::object out_index, bp::object in
   auto& ctx = v.Get();
   std::size_t o = IndexArg(out_index, "output index");
   std::size_t i = IndexArg(in_index, "input index");
-  ge::Tensor* t = nullptr;
-  try {
-    t = ctx.MakeOutputRefInput(o, i);
-  } catch (const std::exception& e) {
-    RaiseRuntimeError(std::string("make_output_ref_input(") + std::to_string(o) + ", " + std::to_string(i) +
-                      "): " + e.what());
+  ge::Tensor* t = ctx.MakeOutputRefInput(o, i);
+  if (t == nullptr) {
+    // The context's reason ("MakeOutputRefInput(o, i): ..."), said in Python's spelling.
+    const std::string args = "(" + std::to_string(o) + ", " + std::to_string(i) + "): ";
+    std::string why = ctx.TakeError().message();
+    if (why.rfind("MakeOutputRefInput" + args, 0) == 0) why.erase(0, std::string("MakeOutputRefInput").size() + args.size());
+    RaiseRuntimeError("make_output_ref_input" + args + why);
   }
   return MakeTensor(t, t->Owner(), v.lease);
 }

@@ -24,6 +24,7 @@ struct Fixture {
   ge::OpRegistry registry;
   std::unique_ptr<ge::host::PluginHost> host;
   std::shared_ptr<ge::BaseCustomOp> op;
+  std::shared_ptr<const ge::OpSchema> schema;
   Fixture() {
     ge::host::HostOptions opts;
     opts.opp_paths = {std::string(GE_SOURCE_DIR) + "/plugins/bench"};
@@ -32,6 +33,7 @@ struct Fixture {
     host->LoadAll();
     op = registry.Create("NoopCustom");
     if (!op) throw std::runtime_error("NoopCustom did not load");
+    schema = registry.Find("NoopCustom")->schema;
   }
 };
 
@@ -48,11 +50,10 @@ void BM_EagerDispatch(benchmark::State& state) {
   ge::RuntimeAttrs attrs({ge::AttrValue(int64_t{3})});
   const uint64_t calls0 = f.host->PythonCalls();
   for (auto _ : state) {
-    ge::EagerOpExecutionContext ctx(f.op->GetSchema(), {&a, &b}, ge::InstanceLayout({1, 1}), attrs,
+    ge::EagerOpExecutionContext ctx(*f.schema, {&a, &b}, ge::InstanceLayout({1, 1}), attrs,
                                     ge::InstanceLayout({1}));
-    ge::Status st = ex->Execute(&ctx);
-    if (!st.ok()) {
-      state.SkipWithError(st.message().c_str());
+    if (ex->Execute(&ctx) != ge::GRAPH_SUCCESS) {
+      state.SkipWithError(ctx.TakeError().message().c_str());
       break;
     }
   }
@@ -68,11 +69,10 @@ void BM_CompileDispatch(benchmark::State& state) {
   std::map<std::string, std::string> options{{"k", "v"}};
   auto platform = std::make_shared<const ge::PlatformInfos>(ge::PlatformInfos::Host());
   for (auto _ : state) {
-    ge::OpCompileContext ctx(f.op->GetSchema(), {d, d}, ge::InstanceLayout({1, 1}), {d}, ge::InstanceLayout({1}), attrs,
+    ge::OpCompileContext ctx(*f.schema, {d, d}, ge::InstanceLayout({1, 1}), {d}, ge::InstanceLayout({1}), attrs,
                              options, [platform]() { return platform; });
-    ge::Status st = comp->Compile(&ctx);
-    if (!st.ok()) {
-      state.SkipWithError(st.message().c_str());
+    if (comp->Compile(&ctx) != ge::GRAPH_SUCCESS) {
+      state.SkipWithError(ctx.TakeError().message().c_str());
       break;
     }
   }

@@ -41,6 +41,7 @@ const std::string kSource = GE_SOURCE_DIR;
 const std::string kPlatformDir = kSource + "/share/platform";
 
 using ge_test::Contains;
+using ge_test::FailWith;
 
 using ge_test::TempDir;
 
@@ -317,7 +318,7 @@ struct CompileLog {
 };
 
 // y = x * (number of Compile calls this op saw): execute uses what compile prepared.
-class CountingCompileOp final : public EagerExecuteOp, public CompilableOp, public InferMetaOp {
+class CountingCompileOp final : public CapabilityReportingOp, public EagerExecuteOp, public CompilableOp, public InferMetaOp {
  public:
   CountingCompileOp(std::shared_ptr<const OpSchema> s, std::shared_ptr<CompileLog> log)
       : schema_(std::move(s)), log_(std::move(log)) {}
@@ -325,26 +326,26 @@ class CountingCompileOp final : public EagerExecuteOp, public CompilableOp, publ
     return CustomOpCapability::kEagerExecute | CustomOpCapability::kCompilable | CustomOpCapability::kInferMeta;
   }
   const OpSchema& GetSchema() const noexcept override { return *schema_; }
-  Status InferMeta(InferMetaContext* ctx) override {
+  graphStatus InferMeta(InferMetaContext* ctx) override {
     ctx->SetOutputs({*ctx->GetInputDesc(0)}, InstanceLayout({1}));
-    return Status::Ok();
+    return GRAPH_SUCCESS;
   }
-  Status Compile(OpCompileContext* ctx) override {
+  graphStatus Compile(gert::OpCompileContext* ctx) override {
     std::lock_guard<std::mutex> lock(log_->mu);
     ++log_->compiles;
     ++factor_;
-    if (!log_->fail_with.empty()) return Status::Error(log_->fail_with);
+    if (!log_->fail_with.empty()) return FailWith(*ctx, log_->fail_with);
     std::string soc;
     try {
       soc = ctx->Platform()->SocVersion();
     } catch (const PlatformError& e) {
-      return Status::Error(std::string("Failed to get platform infos: ") + e.what());
+      return FailWith(*ctx, std::string("Failed to get platform infos: ") + e.what());
     }
     log_->seen.push_back(soc + "|" + ctx->GetOption("a").value_or("-") + "|" + ctx->GetOption("b").value_or("-") + "|" +
                          ctx->GetInputTensor(0)->GetStorageShape().ToString());
-    return Status::Ok();
+    return GRAPH_SUCCESS;
   }
-  Status Execute(EagerOpExecutionContext* ctx) override {
+  graphStatus Execute(gert::EagerOpExecutionContext* ctx) override {
     {
       std::lock_guard<std::mutex> lock(log_->mu);
       ++log_->executes;
@@ -352,7 +353,7 @@ class CountingCompileOp final : public EagerExecuteOp, public CompilableOp, publ
     const Tensor* x = ctx->GetInputTensor(0);
     Tensor* y = ctx->MallocOutputTensor(0, x->Desc().shape, DT_FLOAT);
     for (int64_t i = 0; i < x->GetShapeSize(); ++i) y->Data<float>()[i] = x->Data<float>()[i] * static_cast<float>(factor_);
-    return Status::Ok();
+    return GRAPH_SUCCESS;
   }
 
  private:

@@ -48,28 +48,21 @@ void ExpectGraphError(const std::string& text, std::vector<std::string> where_pa
 
 // A C++ test op with every input kind and two attributes. Its output (float32
 // [5]) reports what it received: [count(x), count(opt), count(xs), alpha, beta].
+// It reports no capability mask: the interfaces it derives from decide.
 class MixedOp final : public EagerExecuteOp, public InferMetaOp {
  public:
-  explicit MixedOp(std::shared_ptr<const OpSchema> s) : schema_(std::move(s)) {}
-  uint32_t GetCapabilities() const noexcept override {
-    return CustomOpCapability::kEagerExecute | CustomOpCapability::kInferMeta;
-  }
-  const OpSchema& GetSchema() const noexcept override { return *schema_; }
-  Status InferMeta(InferMetaContext* ctx) override {
+  graphStatus InferMeta(InferMetaContext* ctx) override {
     ctx->SetOutputs({TensorDesc(Shape{5}, DT_FLOAT)}, InstanceLayout({1}));
-    return Status::Ok();
+    return GRAPH_SUCCESS;
   }
-  Status Execute(EagerOpExecutionContext* ctx) override {
+  graphStatus Execute(gert::EagerOpExecutionContext* ctx) override {
     Tensor* y = ctx->MallocOutputTensor(0, StorageShape(Shape{5}), DT_FLOAT);
     float* o = y->Data<float>();
     for (int k = 0; k < 3; ++k) o[k] = static_cast<float>(ctx->InputLayout().Count(k));
-    o[3] = static_cast<float>(*ctx->GetAttrs().GetAttrPointer<int64_t>(0));
-    o[4] = *ctx->GetAttrs().GetAttrPointer<float>(1);
-    return Status::Ok();
+    o[3] = static_cast<float>(*ctx->GetAttrs()->GetAttrPointer<int64_t>(0));
+    o[4] = *ctx->GetAttrs()->GetAttrPointer<float>(1);
+    return GRAPH_SUCCESS;
   }
-
- private:
-  std::shared_ptr<const OpSchema> schema_;
 };
 
 OpRegistry& Registry() {
@@ -86,7 +79,7 @@ OpRegistry& Registry() {
     r.schema = s;
     r.source = "test";
     r.capabilities = CustomOpCapability::kEagerExecute | CustomOpCapability::kInferMeta;
-    r.creator = [s]() { return std::make_shared<MixedOp>(s); };
+    r.creator = []() { return std::make_shared<MixedOp>(); };
     BOOST_REQUIRE(reg.Register(r).ok());
     return true;
   }();
@@ -542,11 +535,12 @@ BOOST_AUTO_TEST_CASE(output_index_out_of_range) {
                      "unknown tensor 'y'");
 }
 
-BOOST_AUTO_TEST_CASE(infer_meta_failure_names_node) {
+BOOST_AUTO_TEST_CASE(inference_failure_names_node_call_and_reason) {
+  // ReluCpp infers through GE's ShapeInferOp; its InferDataType refuses int8.
   json j = {{"inputs", {{{"name", "x"}, {"dtype", "int8"}, {"shape", {1}}, {"data", {1}}}}},
             {"nodes", {Node("n0", "ReluCpp", {"x"})}},
             {"outputs", {"n0:0"}}};
-  ExpectCompileError(j, "n0", "infer_meta failed");
+  ExpectCompileError(j, "n0", "InferDataType failed: ReluCpp does not support dtype int8");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

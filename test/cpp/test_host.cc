@@ -120,8 +120,11 @@ ExecResult Execute(const OpRegistry& reg, const std::string& op_type, const std:
   Tensor x = Tensor::Allocate(TensorDesc(Shape{static_cast<int64_t>(x_values.size())}, DT_FLOAT));
   if (!x_values.empty()) std::memcpy(x.GetAddr(), x_values.data(), x_values.size() * sizeof(float));
   RuntimeAttrs attrs;
-  EagerOpExecutionContext ctx(op->GetSchema(), {&x}, InstanceLayout({1}), attrs, InstanceLayout({1}));
-  r.status = ex->Execute(&ctx);
+  EagerOpExecutionContext ctx(*reg.Find(op_type)->schema, {&x}, InstanceLayout({1}), attrs, InstanceLayout({1}));
+  const graphStatus code = ex->Execute(&ctx);
+  r.status = code == GRAPH_SUCCESS ? Status::Ok()
+             : ctx.HasError()     ? ctx.TakeError()
+                                  : Status::Error(op_type + " returned graphStatus " + std::to_string(code));
   auto outs = ctx.TakeOutputs();
   if (!outs.empty() && outs[0]) r.y = std::move(*outs[0]);
   return r;
@@ -283,9 +286,17 @@ BOOST_AUTO_TEST_CASE(samples_load_report_and_run) {
   BOOST_REQUIRE(op);
   BOOST_CHECK(CustomOpCast<EagerExecuteOp>(op) != nullptr);
   BOOST_CHECK(CustomOpCast<InferMetaOp>(op) != nullptr);
-  BOOST_CHECK_EQUAL(op->GetSchema().op_type, "GeluCustom");
-  BOOST_REQUIRE_EQUAL(op->GetSchema().attrs.size(), 1u);
-  BOOST_CHECK_EQUAL(op->GetSchema().attrs[0].name, "approximate");
+  // The adapter inherits every interface but reports only what the class defines.
+  BOOST_CHECK(dynamic_cast<CompilableOp*>(op.get()) != nullptr);
+  BOOST_CHECK(CustomOpCast<CompilableOp>(op) == nullptr);
+  BOOST_CHECK(CustomOpCast<AnnotatedArgsOp>(op) == nullptr);
+  BOOST_CHECK(CustomOpCast<ShapeInferOp>(op) == nullptr);
+  BOOST_CHECK_EQUAL(OpCapabilities(*op), reg_gelu->capabilities);
+  const auto* reporting = dynamic_cast<const CapabilityReportingOp*>(op.get());
+  BOOST_REQUIRE(reporting != nullptr);
+  BOOST_CHECK_EQUAL(reporting->GetSchema().op_type, "GeluCustom");
+  BOOST_REQUIRE_EQUAL(reporting->GetSchema().attrs.size(), 1u);
+  BOOST_CHECK_EQUAL(reporting->GetSchema().attrs[0].name, "approximate");
 
   const uint64_t calls_before = host.PythonCalls();
   RunSamplesGraph(reg);

@@ -27,6 +27,7 @@
 #include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -190,7 +191,7 @@ struct CtxFixture {
 BOOST_FIXTURE_TEST_CASE(flattened_metadata_only_tensors, CtxFixture) {
   BOOST_CHECK_EQUAL(ctx.GetInputNum(), 4u);
   BOOST_CHECK_EQUAL(ctx.GetOutputNum(), 3u);
-  BOOST_CHECK_EQUAL(ctx.GetStreamId(), 5);
+  BOOST_CHECK_EQUAL(ctx.GetStreamId(), 5u);
   BOOST_CHECK_EQUAL(ctx.InputLayout().Start(1), 1u);
   BOOST_CHECK_EQUAL(ctx.InputLayout().Count(2), 0u);
   BOOST_CHECK_EQUAL(ctx.OutputLayout().Start(1), 2u);
@@ -204,16 +205,24 @@ BOOST_FIXTURE_TEST_CASE(flattened_metadata_only_tensors, CtxFixture) {
 }
 
 BOOST_FIXTURE_TEST_CASE(workspaces, CtxFixture) {
-  BOOST_CHECK(Contains(ThrowsInvalid([&] { ctx.MallocWorkspace(0); }), "workspace"));
+  const gert::WorkspaceAddr none = ctx.MallocWorkSpace(0);
+  BOOST_CHECK(none.addr == nullptr);
+  BOOST_CHECK_EQUAL(none.index, std::numeric_limits<uint32_t>::max());
+  BOOST_CHECK(Contains(ctx.TakeError().message(), "workspace size must be positive"));
   BOOST_CHECK_EQUAL(ctx.WorkspaceCount(), 0u);
-  BOOST_CHECK_EQUAL(ctx.MallocWorkspace(100), 0u);
-  BOOST_CHECK_EQUAL(ctx.MallocWorkspace(1), 1u);
+  const gert::WorkspaceAddr w0 = ctx.MallocWorkSpace(100);
+  const gert::WorkspaceAddr w1 = ctx.MallocWorkSpace(1);
+  BOOST_CHECK_EQUAL(w0.index, 0u);
+  BOOST_CHECK_EQUAL(w1.index, 1u);
+  BOOST_CHECK_EQUAL(w0.addr, ctx.WorkspaceAddress(0));
+  BOOST_CHECK_EQUAL(w1.addr, ctx.WorkspaceAddress(1));
+  BOOST_CHECK(w0.addr != nullptr && w0.addr != w1.addr);
   BOOST_CHECK_EQUAL(ctx.WorkspaceCount(), 2u);
   BOOST_CHECK((ctx.Plan().workspace_sizes == std::vector<std::size_t>{100, 1}));
 }
 
 BOOST_FIXTURE_TEST_CASE(add_launch_errors_leave_the_plan_unchanged, CtxFixture) {
-  ctx.MallocWorkspace(8);
+  ctx.MallocWorkSpace(8);
   BOOST_CHECK(Contains(ThrowsInvalid([&] { ctx.AddLaunch(Launch("k", 1, 0)); }), "stream"));
   BOOST_CHECK(Contains(ThrowsInvalid([&] { ctx.AddLaunch(Launch("k", 1, 6)); }), "stream"));
   BOOST_CHECK(Contains(ThrowsInvalid([&] { ctx.AddLaunch(Launch("", 1, 5)); }), "kernel_name"));
@@ -231,7 +240,7 @@ BOOST_FIXTURE_TEST_CASE(add_launch_errors_leave_the_plan_unchanged, CtxFixture) 
 }
 
 BOOST_FIXTURE_TEST_CASE(launches_are_kept_in_order, CtxFixture) {
-  const std::size_t w = ctx.MallocWorkspace(16);
+  const std::size_t w = ctx.MallocWorkSpace(16).index;
   ctx.AddLaunch(Launch("first", 2, 5, {{Kind::kInput, 3}, {Kind::kWorkspace, w}, {Kind::kScalar, ~uint64_t{0}}}));
   ctx.AddLaunch(Launch("second", 7, 5, {{Kind::kWorkspace, w}, {Kind::kOutput, 2}}));
   ctx.AddLaunch(Launch("third", 1, 5));
@@ -510,37 +519,33 @@ struct PlanLog {
 };
 
 // y = 3x + 1 through the `record` kernel; slots: x, y, a 32-byte workspace, n, the record.
-class PlanOp final : public AnnotatedArgsOp, public InferMetaOp {
+class PlanOp final : public CapabilityReportingOp, public AnnotatedArgsOp, public InferMetaOp {
  public:
   PlanOp(std::shared_ptr<const OpSchema> s, std::shared_ptr<PlanLog> log) : schema_(std::move(s)), log_(std::move(log)) {}
   uint32_t GetCapabilities() const noexcept override {
     return CustomOpCapability::kAnnotatedArgs | CustomOpCapability::kInferMeta;
   }
   const OpSchema& GetSchema() const noexcept override { return *schema_; }
-  Status InferMeta(InferMetaContext* ctx) override {
+  graphStatus InferMeta(InferMetaContext* ctx) override {
     ctx->SetOutputs({*ctx->GetInputDesc(0)}, InstanceLayout({1}));
-    return Status::Ok();
+    return GRAPH_SUCCESS;
   }
-  Status DeclareLaunchArgs(AnnotatedArgsContext& ctx) override {
+  graphStatus DeclareLaunchArgs(gert::AnnotatedArgsContext& ctx) override {
     ++log_->declares;
-    if (log_->declare_nothing) return Status::Ok();
-    const std::size_t w = ctx.MallocWorkspace(32);
-    KernelLaunch l;
-    l.kernel_name = log_->kernel;
-    l.kernel_bin = std::make_shared<const std::string>(log_->bin);
-    l.block_dim = 3;
-    l.stream_id = ctx.GetStreamId();
-    l.args = {{Kind::kInput, 0},
-              {Kind::kOutput, 0},
-              {Kind::kWorkspace, w},
-              {Kind::kScalar, static_cast<uint64_t>(ctx.GetInputTensor(0)->GetShapeSize())},
-              {Kind::kScalar, reinterpret_cast<uintptr_t>(log_->record.data())}};
-    try {
-      ctx.AddLaunch(std::move(l));
-    } catch (const std::invalid_argument& e) {
-      return Status::Error(e.what());
-    }
-    return Status::Ok();
+    if (log_->declare_nothing) return GRAPH_SUCCESS;
+    // Declared through GE's API: MallocWorkSpace, AnnotatedKernelArgs, AddLaunch.
+    const gert::WorkspaceAddr w = ctx.MallocWorkSpace(32);
+    if (w.addr == nullptr) return GRAPH_FAILED;
+    gert::AnnotatedKernelArgs args(gert::InputAddr{0, nullptr}, gert::OutputAddr{0, nullptr}, w,
+                                   static_cast<uint64_t>(ctx.GetInputTensor(0)->GetShapeSize()),
+                                   static_cast<uint64_t>(reinterpret_cast<uintptr_t>(log_->record.data())));
+    gert::AnnotatedKernelLaunchInfo info;
+    info.kernel_name = log_->kernel.c_str();
+    info.kernel_bin = log_->bin.data();
+    info.kernel_bin_size = log_->bin.size();
+    info.block_dim = 3;
+    info.stream_id = ctx.GetStreamId();
+    return ctx.AddLaunch(info, std::move(args));  // a refusal leaves its reason in the error slot
   }
 
  private:

@@ -33,13 +33,13 @@ std::shared_ptr<const OpSchema> UnarySchema(const std::string& op_type) {
 
 // Inherits both interfaces but reports only the capabilities it is given: the
 // way a Python adapter reports what the plugin's class defines.
-class PartialOp final : public EagerExecuteOp, public InferMetaOp {
+class PartialOp final : public CapabilityReportingOp, public EagerExecuteOp, public InferMetaOp {
  public:
   PartialOp(std::shared_ptr<const OpSchema> schema, uint32_t caps) : schema_(std::move(schema)), caps_(caps) {}
   uint32_t GetCapabilities() const noexcept override { return caps_; }
   const OpSchema& GetSchema() const noexcept override { return *schema_; }
-  Status Execute(EagerOpExecutionContext*) override { return Status::Ok(); }
-  Status InferMeta(InferMetaContext*) override { return Status::Ok(); }
+  graphStatus Execute(gert::EagerOpExecutionContext*) override { return GRAPH_SUCCESS; }
+  graphStatus InferMeta(InferMetaContext*) override { return GRAPH_SUCCESS; }
 
  private:
   std::shared_ptr<const OpSchema> schema_;
@@ -47,7 +47,7 @@ class PartialOp final : public EagerExecuteOp, public InferMetaOp {
 };
 
 // Claims the eager bit without implementing the interface.
-class LiarOp final : public BaseCustomOp {
+class LiarOp final : public CapabilityReportingOp {
  public:
   explicit LiarOp(std::shared_ptr<const OpSchema> schema) : schema_(std::move(schema)) {}
   uint32_t GetCapabilities() const noexcept override {
@@ -73,7 +73,9 @@ OpRegistration MakeReg(const std::string& op_type, const std::string& source, st
   return r;
 }
 
-// Runs ReluCpp's execute on `in` (raw element bytes) and returns the output.
+// Runs ReluCpp's execute on `in` (raw element bytes) and returns the output;
+// `status` is the context's error slot when execute failed (a generic error
+// naming the code when the slot is empty).
 Tensor RunRelu(OpRegistry& reg, DataType dt, const Shape& shape, const void* data, Status* status) {
   auto op = reg.Create("ReluCpp");
   BOOST_REQUIRE(op);
@@ -82,8 +84,11 @@ Tensor RunRelu(OpRegistry& reg, DataType dt, const Shape& shape, const void* dat
   Tensor x = Tensor::Allocate(TensorDesc(shape, dt));
   std::memcpy(x.GetAddr(), data, x.GetSize());
   RuntimeAttrs attrs;
-  EagerOpExecutionContext ctx(op->GetSchema(), {&x}, InstanceLayout({1}), attrs, InstanceLayout({1}));
-  *status = ex->Execute(&ctx);
+  EagerOpExecutionContext ctx(*reg.Find("ReluCpp")->schema, {&x}, InstanceLayout({1}), attrs, InstanceLayout({1}));
+  const graphStatus code = ex->Execute(&ctx);
+  *status = code == GRAPH_SUCCESS ? Status::Ok()
+            : ctx.HasError()     ? ctx.TakeError()
+                                 : Status::Error("returned graphStatus " + std::to_string(code));
   auto outs = ctx.TakeOutputs();
   BOOST_REQUIRE_EQUAL(outs.size(), 1u);
   return outs[0] ? *outs[0] : Tensor();
@@ -113,7 +118,7 @@ BOOST_AUTO_TEST_CASE(register_find_create_unregister) {
   auto op = reg.Create("A");
   BOOST_REQUIRE(op);
   BOOST_CHECK_EQUAL(created.load(), 1);
-  BOOST_CHECK_EQUAL(op->GetSchema().op_type, "A");
+  BOOST_CHECK_EQUAL(dynamic_cast<CapabilityReportingOp&>(*op).GetSchema().op_type, "A");
   BOOST_CHECK(reg.Create("A") != op);  // the creator decides: this one makes a new object each time
   BOOST_CHECK_EQUAL(created.load(), 2);
   BOOST_CHECK(reg.Unregister("A"));
@@ -213,7 +218,7 @@ BOOST_AUTO_TEST_CASE(concurrent_register_find_create) {
         if (reg.Find("ReluCpp")) found.fetch_add(1);
         auto op = reg.Create("ReluCpp");
         if (op) created_ok.fetch_add(1);
-        if (CustomOpCast<EagerExecuteOp>(op) != nullptr && CustomOpCast<InferMetaOp>(op) != nullptr) cast_ok.fetch_add(1);
+        if (CustomOpCast<EagerExecuteOp>(op) != nullptr && CustomOpCast<ShapeInferOp>(op) != nullptr) cast_ok.fetch_add(1);
         auto mine = reg.Create("T" + std::to_string(t) + "_" + std::to_string(i));
         (void)mine;
         (void)reg.ListOpTypes();
@@ -288,40 +293,45 @@ BOOST_AUTO_TEST_CASE(registration) {
   BOOST_CHECK_EQUAL(r->schema->ToString(), "ReluCpp(x) -> (y)");
   auto op = reg.Create("ReluCpp");
   BOOST_REQUIRE(op);
-  BOOST_CHECK_EQUAL(op->GetCapabilities(), r->capabilities);
+  // A class written against GE's interfaces only: they decide its capabilities.
+  BOOST_CHECK(dynamic_cast<CapabilityReportingOp*>(op.get()) == nullptr);
+  BOOST_CHECK_EQUAL(OpCapabilities(*op), r->capabilities);
   BOOST_CHECK(CustomOpCast<EagerExecuteOp>(op) != nullptr);
-  BOOST_CHECK(CustomOpCast<InferMetaOp>(op) != nullptr);
+  BOOST_CHECK(CustomOpCast<ShapeInferOp>(op) != nullptr);
+  BOOST_CHECK(CustomOpCast<InferMetaOp>(op) == nullptr);
+  BOOST_CHECK(CustomOpCast<CompilableOp>(op) == nullptr);
   // Registering twice is a conflict, not an overwrite.
   Status again = RegisterBuiltinOps(reg);
   BOOST_CHECK(!again.ok());
   BOOST_CHECK(Contains(again.message(), "ReluCpp"));
 }
 
-BOOST_AUTO_TEST_CASE(infer_meta) {
+BOOST_AUTO_TEST_CASE(infer_shape_and_datatype) {
   OpRegistry reg;
   BOOST_REQUIRE(RegisterBuiltinOps(reg).ok());
   auto op = reg.Create("ReluCpp");
-  auto* im = CustomOpCast<InferMetaOp>(op);
-  BOOST_REQUIRE(im != nullptr);
+  const OpSchema& schema = *reg.Find("ReluCpp")->schema;
+  auto* si = CustomOpCast<ShapeInferOp>(op);
+  BOOST_REQUIRE(si != nullptr);
   RuntimeAttrs attrs;
   for (DataType dt : {DT_FLOAT, DT_INT32, DT_FLOAT16}) {
     TensorDesc x(Shape{2, 3}, dt);
-    x.format = StorageFormat(FORMAT_NCHW, FORMAT_NCHW);
-    InferMetaContext ctx(op->GetSchema(), {x}, InstanceLayout({1}), attrs);
-    Status st = im->InferMeta(&ctx);
-    BOOST_REQUIRE_MESSAGE(st.ok(), st.message());
-    BOOST_REQUIRE(ctx.HasOutputs());
-    BOOST_REQUIRE_EQUAL(ctx.Outputs().size(), 1u);
-    BOOST_CHECK(ctx.Outputs()[0] == x);
-    BOOST_CHECK_EQUAL(ctx.OutputLayout().Total(), 1u);
+    gert::InferShapeContext sctx(schema, {x}, InstanceLayout({1}), InstanceLayout({1}), attrs);
+    BOOST_REQUIRE_EQUAL(si->InferShape(&sctx), GRAPH_SUCCESS);
+    BOOST_CHECK(sctx.OutputShapes()[0] == Shape({2, 3}));
+    gert::InferDataTypeContext dctx(schema, {x}, InstanceLayout({1}), InstanceLayout({1}), attrs);
+    BOOST_REQUIRE_EQUAL(si->InferDataType(&dctx), GRAPH_SUCCESS);
+    BOOST_CHECK_EQUAL(dctx.GetOutputDataType(0), dt);
   }
-  InferMetaContext bad(op->GetSchema(), {TensorDesc(Shape{2}, DT_INT8)}, InstanceLayout({1}), attrs);
-  Status st = im->InferMeta(&bad);
-  BOOST_CHECK(!st.ok());
-  BOOST_CHECK_MESSAGE(Contains(st.message(), "int8"), st.message());
-  BOOST_CHECK(!bad.HasOutputs());
-  InferMetaContext none(op->GetSchema(), {}, InstanceLayout({0}), attrs);
-  BOOST_CHECK(!im->InferMeta(&none).ok());
+  // An unsupported dtype fails with the reason in the error slot.
+  gert::InferDataTypeContext bad(schema, {TensorDesc(Shape{2}, DT_INT8)}, InstanceLayout({1}), InstanceLayout({1}), attrs);
+  BOOST_CHECK_EQUAL(si->InferDataType(&bad), GRAPH_PARAM_INVALID);
+  BOOST_CHECK_MESSAGE(Contains(bad.GetError().message(), "int8"), bad.GetError().message());
+  BOOST_CHECK_EQUAL(bad.GetOutputDataType(0), DT_UNDEFINED);
+  // No input: InferShape fails.
+  gert::InferShapeContext none(schema, {}, InstanceLayout({0}), InstanceLayout({1}), attrs);
+  BOOST_CHECK_NE(si->InferShape(&none), GRAPH_SUCCESS);
+  BOOST_CHECK(none.HasError());
 }
 
 BOOST_AUTO_TEST_CASE(execute_float32) {
@@ -415,9 +425,9 @@ BOOST_AUTO_TEST_CASE(infer_meta_context_errors) {
   BOOST_CHECK_EQUAL(ctx.GetInputNum(), 3u);
   BOOST_CHECK(ctx.GetInputDesc(2) != nullptr);
   BOOST_CHECK(ctx.GetInputDesc(3) == nullptr);
-  BOOST_CHECK_EQUAL(*ctx.GetAttrs().GetAttrPointer<int64_t>(0), 4);
-  BOOST_CHECK(ctx.GetAttrs().GetAttrPointer<float>(0) == nullptr);  // another type
-  BOOST_CHECK(ctx.GetAttrs().GetAttrPointer<int64_t>(1) == nullptr);  // out of range
+  BOOST_CHECK_EQUAL(*ctx.GetAttrs()->GetAttrPointer<int64_t>(0), 4);
+  BOOST_CHECK(ctx.GetAttrs()->GetAttrPointer<float>(0) == nullptr);  // another type
+  BOOST_CHECK(ctx.GetAttrs()->GetAttrPointer<int64_t>(1) == nullptr);  // out of range
   BOOST_CHECK_EQUAL(ctx.InputLayout().Count(1), 2u);
   // Wrong number of IR outputs.
   BOOST_CHECK_THROW(ctx.SetOutputs({d}, InstanceLayout({1})), std::invalid_argument);
@@ -456,8 +466,14 @@ BOOST_AUTO_TEST_CASE(eager_context_outputs) {
 
   // Bad indices.
   BOOST_CHECK_THROW(ctx.MallocOutputTensor(2, StorageShape(Shape{1}), DT_FLOAT), std::out_of_range);
-  BOOST_CHECK_THROW(ctx.MakeOutputRefInput(2, 0), std::out_of_range);
-  BOOST_CHECK_THROW(ctx.MakeOutputRefInput(0, 2), std::out_of_range);
+  // GE's methods return null and leave the reason in the error slot.
+  BOOST_CHECK(ctx.MallocOutputTensor(2, StorageShape(Shape{1}), StorageFormat(), DT_FLOAT) == nullptr);
+  BOOST_CHECK_MESSAGE(Contains(ctx.TakeError().message(), "output index 2 out of range"), "MallocOutputTensor reason");
+  BOOST_CHECK(ctx.MakeOutputRefInput(2, 0) == nullptr);
+  BOOST_CHECK_MESSAGE(Contains(ctx.TakeError().message(), "MakeOutputRefInput(2, 0): output index 2"), "ref output reason");
+  BOOST_CHECK(ctx.MakeOutputRefInput(0, 2) == nullptr);
+  BOOST_CHECK_MESSAGE(Contains(ctx.TakeError().message(), "input index 2 out of range"), "ref input reason");
+  BOOST_CHECK(!ctx.HasError());  // TakeError clears the slot
   // Bad shapes / dtypes.
   BOOST_CHECK_THROW(ctx.MallocOutputTensor(0, StorageShape(Shape{-1}), DT_FLOAT), std::invalid_argument);
   BOOST_CHECK_THROW(ctx.MallocOutputTensor(0, StorageShape(Shape{2}), DT_STRING), std::invalid_argument);
@@ -470,7 +486,8 @@ BOOST_AUTO_TEST_CASE(eager_context_outputs) {
   BOOST_CHECK_EQUAL(a->Data<int64_t>()[2], 0);  // zero-filled
   // Double allocation of the same output, either way.
   BOOST_CHECK_THROW(ctx.MallocOutputTensor(0, StorageShape(Shape{3}), DT_INT64), std::logic_error);
-  BOOST_CHECK_THROW(ctx.MakeOutputRefInput(0, 0), std::logic_error);
+  BOOST_CHECK(ctx.MakeOutputRefInput(0, 0) == nullptr);
+  BOOST_CHECK(Contains(ctx.TakeError().message(), "already allocated"));
 
   // MakeOutputRefInput shares the input's memory and metadata.
   x.Data<float>()[1] = 5.0f;
@@ -484,9 +501,10 @@ BOOST_AUTO_TEST_CASE(eager_context_outputs) {
   BOOST_CHECK_THROW(ctx.MallocOutputTensor(1, StorageShape(Shape{1}), DT_FLOAT), std::logic_error);
 
   // Workspace: 0 is refused; others are aligned, zeroed and distinct.
-  BOOST_CHECK_THROW(ctx.MallocWorkspace(0), std::invalid_argument);
-  void* w1 = ctx.MallocWorkspace(100);
-  void* w2 = ctx.MallocWorkspace(1);
+  BOOST_CHECK(ctx.MallocWorkSpace(0) == nullptr);
+  BOOST_CHECK(Contains(ctx.TakeError().message(), "positive"));
+  void* w1 = ctx.MallocWorkSpace(100);
+  void* w2 = ctx.MallocWorkSpace(1);
   BOOST_REQUIRE(w1 != nullptr);
   BOOST_REQUIRE(w2 != nullptr);
   BOOST_CHECK(w1 != w2);

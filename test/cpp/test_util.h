@@ -17,6 +17,13 @@ namespace ge_test {
 
 inline bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// What a test op returns to fail with details: `message` in the context's
+// error slot, GRAPH_FAILED as the code.
+inline ge::graphStatus FailWith(gert::ExtendedKernelContext& ctx, std::string message) {
+  ctx.SetError(ge::Status::Error(std::move(message)));
+  return ge::GRAPH_FAILED;
+}
+
 // A temporary folder, removed with everything in it when the object dies.
 struct TempDir {
   std::filesystem::path path;

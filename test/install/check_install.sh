@@ -51,6 +51,53 @@ g++ -std=c++17 "$work/pc.cc" -o "$work/pc" $(pkg-config --cflags --libs ge-plugi
   -Wl,-rpath,"$(pkg-config --variable=libdir ge-plugin-host)" || fail "building with pkg-config failed"
 "$work/pc" || fail "the pkg-config program failed"
 echo "ok: pkg-config"
+# 4b. a custom op written as GE's examples write it (GE's header paths only)
+# builds against the installed headers and registers and runs with our engine's API
+cat > "$work/ge_op.cc" <<'CC'
+#include "graph/custom_op.h"
+namespace ge {
+class InstallCheckOp : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus Execute(gert::EagerOpExecutionContext *ctx) override {
+    const gert::Tensor *x = ctx->GetInputTensor(0);
+    gert::Tensor *y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetFormat(), x->GetDataType());
+    return y == nullptr ? GRAPH_FAILED : GRAPH_SUCCESS;
+  }
+  graphStatus InferShape(gert::InferShapeContext *ctx) override {
+    *ctx->GetOutputShape(0) = *ctx->GetInputShape(0);
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(gert::InferDataTypeContext *ctx) override {
+    return ctx->SetOutputDataType(0, ctx->GetInputDataType(0));
+  }
+};
+REG_AUTO_MAPPING_OP(InstallCheckOp);
+}  // namespace ge
+CC
+cat > "$work/ge_op_main.cc" <<'CC'
+#include "ge/op/custom_op.h"
+#include "ge/op/library_registrations.h"
+int main() {
+  auto regs = ge::TakeRegistrations();
+  if (regs.custom_ops.size() != 1 || regs.custom_ops[0].op_type != "InstallCheckOp") return 1;
+  std::shared_ptr<ge::BaseCustomOp> op(regs.custom_ops[0].creator());
+  ge::OpSchema s;
+  s.op_type = "InstallCheckOp";
+  s.inputs = {{"x", ge::IrInputKind::kRequired}};
+  s.outputs = {{"y", ge::IrOutputKind::kRequired}};
+  ge::Tensor x = ge::Tensor::Allocate(ge::TensorDesc(ge::Shape{2}, ge::DT_FLOAT));
+  ge::RuntimeAttrs attrs;
+  ge::EagerOpExecutionContext ctx(s, {&x}, ge::InstanceLayout({1}), attrs, ge::InstanceLayout({1}));
+  auto* exec = ge::CustomOpCast<ge::EagerExecuteOp>(op);
+  if (exec == nullptr || ge::CustomOpCast<ge::CompilableOp>(op) != nullptr) return 2;
+  return exec->Execute(&ctx) == ge::GRAPH_SUCCESS && ctx.GetOutputTensor(0) != nullptr ? 0 : 3;
+}
+CC
+# shellcheck disable=SC2046
+g++ -std=c++17 "$work/ge_op.cc" "$work/ge_op_main.cc" -o "$work/ge_op" $(pkg-config --cflags --libs ge-plugin-framework) \
+  -Wl,-rpath,"$(pkg-config --variable=libdir ge-plugin-framework)" || fail "building a GE-style custom op failed"
+"$work/ge_op" || fail "the GE-style custom op did not register or run (exit $?)"
+echo "ok: a GE-style custom op against the installed headers"
 # 5. the shipped stubs type-check the installed template against the installed package
 pydir=$(dirname "$(find "$prefix" -name py.typed -path '*/ge/py.typed' | head -1)")
 if [ -z "$pydir" ] || [ ! -d "$prefix/share/ge-plugin/template/my_op" ]; then fail "py.typed or the template is not installed"; fi

@@ -5,7 +5,7 @@
 // ge::GRAPH_FAILED compiles unchanged against it. The values are GE's, so a
 // code that crosses a library boundary means the same on both sides.
 // Details of a failure travel beside the code (see share/docs/embedding.md,
-// "Errors from C++ ops"), never inside it.
+// "Errors from ops"), never inside it.
 #pragma once
 
 #include <cstdint>

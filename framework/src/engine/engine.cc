@@ -1,6 +1,7 @@
 // The reference engine: compile (resolve, coerce attrs, order, infer_meta) and run.
 #include "ge/engine/engine.h"
 
+#include "ge/op/infer_contexts.h"
 #include "ge/text.h"
 
 #include <algorithm>
@@ -19,6 +20,28 @@ using nlohmann::json;
 using Kind = EngineError::Kind;
 
 std::string NodeWhere(const GraphNode& n) { return "node '" + Abbreviate(n.name) + "' (" + Abbreviate(n.op_type) + ")"; }
+
+// Calls one op callback and turns its failure into an EngineError whose
+// message starts with `failed` ("node 'n' (Op): execute failed"): the details
+// the callee left in the context's error slot when there are any (a Python
+// exception: its message, and its traceback as details), else the bare code;
+// a C++ exception escaping the callee is reported with its what().
+template <typename Call>
+void CallOp(const GraphNode& n, const std::string& failed, gert::ExtendedKernelContext& ctx, Call&& call) {
+  ctx.SetNodeName(n.name);
+  graphStatus code = GRAPH_FAILED;
+  try {
+    code = call();
+  } catch (const std::exception& e) {
+    throw EngineError(Kind::kOp, n.name, failed + ": C++ exception: " + e.what());
+  } catch (...) {
+    throw EngineError(Kind::kOp, n.name, failed + ": C++ exception of an unknown type");
+  }
+  if (code == GRAPH_SUCCESS) return;
+  Status st = ctx.TakeError();
+  if (!st.ok()) throw EngineError(Kind::kOp, n.name, failed + ": " + st.message(), st.Describe());
+  throw EngineError(Kind::kOp, n.name, failed + ": returned graphStatus " + std::to_string(code));
+}
 
 std::size_t EditDistance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -146,6 +169,10 @@ void ResolveOp(const OpRegistry& registry, const GraphNode& n, CompiledNode& c) 
   c.schema = reg->schema;
   c.op = registry.Create(n.op_type);
   if (!c.op) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": creating the op failed");
+  c.infer_shape = reg->infer_shape;
+  c.infer_datatype = reg->infer_datatype;
+  c.capabilities = OpCapabilities(*c.op);
+  if (c.infer_shape != nullptr) c.capabilities = c.capabilities | CustomOpCapability::kInferMeta;
   c.stats.name = n.name;
   c.stats.op_type = n.op_type;
   c.stats.source = reg->source;
@@ -310,30 +337,72 @@ std::vector<TensorDesc> InputDescs(const CompiledNode& c, const GraphIndex& inde
   return in_descs;
 }
 
-// Runs the node's infer_meta (if any) and returns its output metadata.
+// One instance per IR output: the layout of an op whose inference does not
+// count dynamic outputs. `why` names what needs the count.
+InstanceLayout IrOutputLayout(const GraphNode& n, const OpSchema& s, const std::string& why) {
+  std::vector<std::size_t> counts;
+  for (const auto& o : s.outputs) {
+    if (o.kind == IrOutputKind::kDynamic) {
+      throw EngineError(Kind::kOp, n.name,
+                        NodeWhere(n) + ": output '" + Abbreviate(o.name) + "' is dynamic, which needs infer_meta " +
+                            "(InferMetaOp) to count its instances; " + why);
+    }
+    counts.push_back(1);
+  }
+  return InstanceLayout(counts);
+}
+
+// GE's two-step inference: InferShape, then InferDataType, through the op
+// object or the registration's IMPL_OP functions. Outputs get ND formats.
+std::vector<TensorDesc> InferShapeAndDataType(CompiledNode& c, ShapeInferOp* op) {
+  const GraphNode& n = *c.node;
+  const std::string what = op != nullptr ? "ShapeInferOp" : "IMPL_OP InferShape";
+  c.output_layout = IrOutputLayout(n, *c.schema, what + " lays outputs out by the IR");
+  ++c.stats.infer_meta_calls;
+  gert::InferShapeContext shape_ctx(*c.schema, c.input_descs, c.input_layout, c.output_layout, c.attrs);
+  CallOp(n, NodeWhere(n) + ": InferShape failed", shape_ctx, [&] {
+    return op != nullptr ? op->InferShape(&shape_ctx) : c.infer_shape(&shape_ctx);
+  });
+  gert::InferDataTypeContext dtype_ctx(*c.schema, c.input_descs, c.input_layout, c.output_layout, c.attrs);
+  if (op != nullptr || c.infer_datatype != nullptr) {
+    CallOp(n, NodeWhere(n) + ": InferDataType failed", dtype_ctx, [&] {
+      return op != nullptr ? op->InferDataType(&dtype_ctx) : c.infer_datatype(&dtype_ctx);
+    });
+  }
+  std::vector<TensorDesc> out(c.output_layout.Total());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const DataType dt = dtype_ctx.OutputDataTypes()[i];
+    if (dt == DT_UNDEFINED) {
+      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has no data type: " +
+                                               (op != nullptr || c.infer_datatype != nullptr
+                                                    ? "InferDataType did not set it"
+                                                    : "IMPL_OP registered InferShape without InferDataType"));
+    }
+    out[i] = TensorDesc(shape_ctx.OutputShapes()[i], dt);
+  }
+  c.inferred = out;
+  return out;
+}
+
+// Runs the node's inference (if any) and returns its output metadata: the
+// op's InferMetaOp, else its ShapeInferOp, else the registration's IMPL_OP
+// infer functions.
 std::vector<TensorDesc> InferNodeMeta(CompiledNode& c) {
   const GraphNode& n = *c.node;
   if (auto* im = CustomOpCast<InferMetaOp>(c.op)) {
     InferMetaContext ictx(*c.schema, c.input_descs, c.input_layout, c.attrs);
     ++c.stats.infer_meta_calls;
-    Status st = im->InferMeta(&ictx);
-    if (!st.ok()) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": infer_meta failed: " + st.message(), st.Describe());
+    CallOp(n, NodeWhere(n) + ": infer_meta failed", ictx, [&] { return im->InferMeta(&ictx); });
     if (!ictx.HasOutputs()) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": infer_meta produced no outputs");
     c.inferred = ictx.Outputs();
     c.output_layout = ictx.OutputLayout();
     return ictx.Outputs();
   }
-  // Without infer_meta every output is one instance whose metadata is only
+  if (auto* si = CustomOpCast<ShapeInferOp>(c.op)) return InferShapeAndDataType(c, si);
+  if (c.infer_shape != nullptr) return InferShapeAndDataType(c, nullptr);
+  // Without inference every output is one instance whose metadata is only
   // known after execution; consumers are checked at run time.
-  std::vector<std::size_t> counts;
-  for (const auto& o : c.schema->outputs) {
-    if (o.kind == IrOutputKind::kDynamic) {
-      throw EngineError(Kind::kOp, n.name,
-                        NodeWhere(n) + ": output '" + Abbreviate(o.name) + "' is dynamic, which needs infer_meta to size it");
-    }
-    counts.push_back(1);
-  }
-  c.output_layout = InstanceLayout(counts);
+  c.output_layout = IrOutputLayout(n, *c.schema, "the op has no output inference");
   return std::vector<TensorDesc>(c.output_layout.Total());
 }
 
@@ -347,7 +416,7 @@ OutputMetas InferMetas(std::vector<CompiledNode>& nodes, const std::vector<std::
     if (!CustomOpCast<EagerExecuteOp>(c.op) && !CustomOpCast<AnnotatedArgsOp>(c.op)) {
       throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": op_type '" + n.op_type +
                                                "' can neither execute nor declare launch args (capabilities: " +
-                                               CapabilityString(c.op->GetCapabilities()) + ")");
+                                               CapabilityString(c.capabilities) + ")");
     }
   }
   return metas;
@@ -390,11 +459,7 @@ void CompileNodes(CompiledGraph& cg, const OutputMetas& metas, const CompileOpti
                            return std::make_shared<const PlatformInfos>(PlatformInfos::ForSoc(soc, platform_dir));
                          });
     ++c.stats.compile_calls;
-    Status st = comp->Compile(&ctx);
-    if (!st.ok()) {
-      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": compile failed (" + c.stats.source + "): " + st.message(),
-                        st.Describe());
-    }
+    CallOp(n, NodeWhere(n) + ": compile failed (" + c.stats.source + ")", ctx, [&] { return comp->Compile(&ctx); });
   }
 }
 
@@ -436,11 +501,8 @@ void BuildTaskPlans(CompiledGraph& cg) {
     const std::vector<TensorDesc>& in_descs = c.input_descs;
     AnnotatedArgsContext ctx(*c.schema, in_descs, c.input_layout, *c.inferred, c.output_layout, c.attrs, 0);
     ++c.stats.declare_calls;
-    Status st = decl->DeclareLaunchArgs(ctx);
-    if (!st.ok()) {
-      throw EngineError(Kind::kOp, n.name,
-                        NodeWhere(n) + ": declare_launch_args failed (" + c.stats.source + "): " + st.message(), st.Describe());
-    }
+    CallOp(n, NodeWhere(n) + ": declare_launch_args failed (" + c.stats.source + ")", ctx,
+           [&] { return decl->DeclareLaunchArgs(ctx); });
     if (ctx.Plan().launches.empty()) {
       // A plan without launches would hand on outputs that nothing wrote.
       throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": declare_launch_args (" + c.stats.source +
@@ -560,9 +622,8 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
       auto* ex = CustomOpCast<EagerExecuteOp>(c.op);
       const auto s0 = std::chrono::steady_clock::now();
       ++c.stats.execute_calls;
-      Status st = ex->Execute(&ctx);
+      CallOp(n, NodeWhere(n) + ": execute failed", ctx, [&] { return ex->Execute(&ctx); });
       c.stats.execute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
-      if (!st.ok()) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": execute failed: " + st.message(), st.Describe());
       auto outs = ctx.TakeOutputs();
       for (std::size_t i = 0; i < outs.size(); ++i) {
         if (!outs[i]) {

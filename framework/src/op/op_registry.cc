@@ -30,6 +30,7 @@ Status OpRegistry::Register(OpRegistration reg) {
   if (reg.schema->op_type != reg.op_type) {
     return Status::Error("op_type '" + reg.op_type + "' is registered with the schema of '" + reg.schema->op_type + "'");
   }
+  if (reg.infer_shape != nullptr) reg.capabilities = reg.capabilities | CustomOpCapability::kInferMeta;
   std::unique_lock lock(mu_);
   auto it = ops_.find(reg.op_type);
   if (it != ops_.end()) {

@@ -5,7 +5,8 @@
 // Loads the plugins of OPP_PATH, prints the load report, then drives
 // TiledSoftmaxCustom (plugins/samples/tiled_softmax) the way a graph engine
 // would: infer_meta, compile for SOC (default host), then execute, all through
-// the C++ capability interfaces; the op happens to be written in Python.
+// the C++ capability interfaces (GE's, graph/custom_op.h, plus ours,
+// ge/op/custom_op.h); the op happens to be written in Python.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -15,6 +16,14 @@
 #include "ge/op/custom_op.h"
 #include "ge/op/op_registry.h"
 #include "ge/platform/platform_info.h"
+
+// Prints why a callback failed: the details it left in the context's error
+// slot (a Python op's exception and traceback), and returns 1.
+int Failed(gert::ExtendedKernelContext& ctx, const char* call) {
+  const ge::Status st = ctx.TakeError();
+  std::cerr << call << " failed: " << (st.ok() ? "no details" : st.Describe()) << "\n";
+  return 1;
+}
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -38,18 +47,15 @@ int main(int argc, char** argv) {
     std::cerr << "TiledSoftmaxCustom is not registered\n";
     return 1;
   }
-  const ge::OpSchema& schema = op->GetSchema();
-  std::cout << "op " << schema.ToString() << " capabilities " << ge::CapabilityString(op->GetCapabilities()) << "\n";
+  const ge::OpSchema& schema = *registry.Find("TiledSoftmaxCustom")->schema;
+  std::cout << "op " << schema.ToString() << " capabilities " << ge::CapabilityString(ge::OpCapabilities(*op)) << "\n";
 
   // infer_meta
   ge::TensorDesc x_desc(ge::Shape{4, 3}, ge::DT_FLOAT);
   ge::RuntimeAttrs attrs;
   ge::InferMetaContext im(schema, {x_desc}, ge::InstanceLayout({1}), attrs);
-  ge::Status st = ge::CustomOpCast<ge::InferMetaOp>(op)->InferMeta(&im);
-  if (!st.ok()) {
-    std::cerr << st.Describe() << "\n";
-    return 1;
-  }
+  auto* infer = ge::CustomOpCast<ge::InferMetaOp>(op);
+  if (infer == nullptr || infer->InferMeta(&im) != ge::GRAPH_SUCCESS) return Failed(im, "infer_meta");
 
   // compile for the target platform
   std::map<std::string, std::string> compile_options{{"tiling.max_block_dim", "8"}};
@@ -59,22 +65,15 @@ int main(int argc, char** argv) {
                                 ge::PlatformInfos::ForSoc(soc, ge::DefaultPlatformDir()));
                           });
   if (auto* compilable = ge::CustomOpCast<ge::CompilableOp>(op)) {
-    st = compilable->Compile(&cc);
-    if (!st.ok()) {
-      std::cerr << st.Describe() << "\n";
-      return 1;
-    }
+    if (compilable->Compile(&cc) != ge::GRAPH_SUCCESS) return Failed(cc, "compile");
   }
 
   // execute on host tensors
   ge::Tensor x = ge::Tensor::Allocate(x_desc);
   for (int i = 0; i < 12; ++i) x.Data<float>()[i] = static_cast<float>(i % 3);
   ge::EagerOpExecutionContext ec(schema, {&x}, ge::InstanceLayout({1}), attrs, im.OutputLayout());
-  st = ge::CustomOpCast<ge::EagerExecuteOp>(op)->Execute(&ec);
-  if (!st.ok()) {
-    std::cerr << st.Describe() << "\n";
-    return 1;
-  }
+  auto* exec = ge::CustomOpCast<ge::EagerExecuteOp>(op);
+  if (exec == nullptr || exec->Execute(&ec) != ge::GRAPH_SUCCESS) return Failed(ec, "execute");
   auto outs = ec.TakeOutputs();
   const float* y = outs[0]->Data<float>();
   const int64_t* tiling = outs[1]->Data<int64_t>();

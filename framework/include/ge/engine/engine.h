@@ -31,8 +31,9 @@ class EngineError : public std::runtime_error {
   enum class Kind {
     kGraph,          // the graph does not fit the ops: inputs, references, attributes, a cycle, graph outputs
     kUnknownOpType,  // a node's op_type is not registered (its plugin may have failed to load)
-    kOp,             // an op failed or broke its contract: creating it, infer_meta, compile,
-                     // declare_launch_args, execute, missing capabilities, outputs unlike infer_meta's
+    kOp,             // an op failed or broke its contract: creating it, infer_meta (or InferShape /
+                     // InferDataType), compile, declare_launch_args, execute (a failure code, a
+                     // C++ exception), missing capabilities, outputs unlike infer_meta's
     kKernel,         // a declared kernel: its binary cannot be loaded, the kernel is not in it,
                      // or it crashed (then fatal())
     kRun,            // Run itself: an invalid repeat count, an output that cannot be allocated
@@ -75,6 +76,9 @@ struct CompiledNode {
   const GraphNode* node = nullptr;
   std::shared_ptr<BaseCustomOp> op;
   std::shared_ptr<const OpSchema> schema;
+  uint32_t capabilities = 0;  // the op object's, plus kInferMeta for IMPL_OP infer functions
+  InferShapeKernelFunc infer_shape = nullptr;        // from the registration (IMPL_OP)
+  InferDataTypeKernelFunc infer_datatype = nullptr;  // from the registration (IMPL_OP)
   RuntimeAttrs attrs;
   std::vector<NodeInput> inputs;    // resolved in IR order
   InstanceLayout input_layout;

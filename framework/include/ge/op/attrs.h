@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -57,10 +58,26 @@ class RuntimeAttrs {
   std::size_t GetAttrNum() const noexcept { return values_.size(); }
   // Borrowed pointer valid while this RuntimeAttrs lives; null when the index is
   // out of range or the value has another type.
+  // T = char reads a VT_STRING attribute as its NUL-terminated bytes (GE's GetStr).
   template <typename T>
   const T* GetAttrPointer(std::size_t index) const noexcept {
     if (index >= values_.size()) return nullptr;
-    return std::get_if<T>(&values_[index]);
+    if constexpr (std::is_same_v<T, char>) {
+      const std::string* s = std::get_if<std::string>(&values_[index]);
+      return s != nullptr ? s->c_str() : nullptr;
+    } else {
+      return std::get_if<T>(&values_[index]);
+    }
+  }
+  // GE's typed readers (gert::RuntimeAttrs); each is null when the index is
+  // out of range or the attribute has another type. Borrowed like GetAttrPointer.
+  const int64_t* GetInt(std::size_t index) const noexcept { return GetAttrPointer<int64_t>(index); }
+  const float* GetFloat(std::size_t index) const noexcept { return GetAttrPointer<float>(index); }
+  const bool* GetBool(std::size_t index) const noexcept { return GetAttrPointer<bool>(index); }
+  const char* GetStr(std::size_t index) const noexcept { return GetAttrPointer<char>(index); }
+  const Tensor* GetTensor(std::size_t index) const noexcept {
+    const TensorAttr* t = GetAttrPointer<TensorAttr>(index);
+    return t != nullptr ? t->get() : nullptr;
   }
   const AttrValue& At(std::size_t index) const { return values_.at(index); }
   const std::vector<AttrValue>& Values() const noexcept { return values_; }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ge/op/custom_op.h"
+#include "ge/op/library_registrations.h"
 #include "ge/op/status.h"
 
 namespace ge {
@@ -28,7 +29,13 @@ struct OpRegistration {
   OpCreator creator;                       // required
   std::string source;                      // plugin file, or "builtin"
   std::string plugin;                      // plugin name, "" for C++ ops
+  // CustomOpCapability bits. Register adds kInferMeta when infer_shape is set.
   uint32_t capabilities = 0;
+  // GE's IMPL_OP infer functions for the op_type, when its library registered
+  // them; the engine runs them when the op object has neither InferMetaOp
+  // nor ShapeInferOp. Shapes need infer_shape; infer_datatype fills dtypes.
+  InferShapeKernelFunc infer_shape = nullptr;
+  InferDataTypeKernelFunc infer_datatype = nullptr;
 };
 
 class OpRegistry {

@@ -64,6 +64,21 @@ class Tensor {
   const Shape& GetStorageShape() const noexcept { return desc_.shape.GetStorageShape(); }
   int64_t GetShapeSize() const noexcept { return desc_.shape.GetStorageShape().GetShapeSize(); }
 
+  // GE's accessors (gert::Tensor): formats, placement, typed data.
+  const StorageFormat& GetFormat() const noexcept { return desc_.format; }
+  StorageFormat& MutableFormat() noexcept { return desc_.format; }
+  Format GetOriginFormat() const noexcept { return desc_.format.GetOriginFormat(); }
+  Format GetStorageFormat() const noexcept { return desc_.format.GetStorageFormat(); }
+  void SetOriginFormat(Format f) noexcept { desc_.format.SetOriginFormat(f); }
+  void SetStorageFormat(Format f) noexcept { desc_.format.SetStorageFormat(f); }
+  const ExpandDimsType& GetExpandDimsType() const noexcept { return desc_.format.GetExpandDimsType(); }
+  TensorPlacement GetPlacement() const noexcept { return desc_.placement; }
+  // The data as T (null for a metadata-only tensor); borrowed like GetAddr().
+  template <typename T>
+  const T* GetData() const noexcept { return static_cast<const T*>(addr_); }
+  template <typename T>
+  T* GetData() noexcept { return static_cast<T*>(addr_); }
+
   void* GetAddr() const noexcept { return addr_; }
   std::size_t GetSize() const noexcept { return size_; }  // bytes
   bool HasData() const noexcept { return addr_ != nullptr || (size_ == 0 && has_data_); }
