@@ -22,25 +22,28 @@ using Kind = EngineError::Kind;
 std::string NodeWhere(const GraphNode& n) { return "node '" + Abbreviate(n.name) + "' (" + Abbreviate(n.op_type) + ")"; }
 
 // Calls one op callback and turns its failure into an EngineError whose
-// message starts with `failed` ("node 'n' (Op): execute failed"): the details
-// the callee left in the context's error slot when there are any (a Python
-// exception: its message, and its traceback as details), else the bare code;
-// a C++ exception escaping the callee is reported with its what().
+// message starts with `what` and " failed" ("node 'n' (Op): execute failed"):
+// the details the callee left in the context's error slot when there are any
+// (a Python exception: its message, and its traceback as details), else the
+// bare code; a C++ exception escaping the callee is reported with its what().
+// `source`, when given, is named after the call ("compile failed (f.py)").
 template <typename Call>
-void CallOp(const GraphNode& n, const std::string& failed, gert::ExtendedKernelContext& ctx, Call&& call) {
+void CallOp(const GraphNode& n, const char* what, const std::string* source, gert::ExtendedKernelContext& ctx,
+            Call&& call) {
   ctx.SetNodeName(n.name);
   graphStatus code = GRAPH_FAILED;
+  auto failed = [&] { return NodeWhere(n) + ": " + what + " failed" + (source ? " (" + *source + ")" : std::string()); };
   try {
     code = call();
   } catch (const std::exception& e) {
-    throw EngineError(Kind::kOp, n.name, failed + ": C++ exception: " + e.what());
+    throw EngineError(Kind::kOp, n.name, failed() + ": C++ exception: " + e.what());
   } catch (...) {
-    throw EngineError(Kind::kOp, n.name, failed + ": C++ exception of an unknown type");
+    throw EngineError(Kind::kOp, n.name, failed() + ": C++ exception of an unknown type");
   }
   if (code == GRAPH_SUCCESS) return;
   Status st = ctx.TakeError();
-  if (!st.ok()) throw EngineError(Kind::kOp, n.name, failed + ": " + st.message(), st.Describe());
-  throw EngineError(Kind::kOp, n.name, failed + ": returned graphStatus " + std::to_string(code));
+  if (!st.ok()) throw EngineError(Kind::kOp, n.name, failed() + ": " + st.message(), st.Describe());
+  throw EngineError(Kind::kOp, n.name, failed() + ": returned graphStatus " + std::to_string(code));
 }
 
 std::size_t EditDistance(const std::string& a, const std::string& b) {
@@ -360,12 +363,12 @@ std::vector<TensorDesc> InferShapeAndDataType(CompiledNode& c, ShapeInferOp* op)
   c.output_layout = IrOutputLayout(n, *c.schema, what + " lays outputs out by the IR");
   ++c.stats.infer_meta_calls;
   gert::InferShapeContext shape_ctx(*c.schema, c.input_descs, c.input_layout, c.output_layout, c.attrs);
-  CallOp(n, NodeWhere(n) + ": InferShape failed", shape_ctx, [&] {
+  CallOp(n, "InferShape", nullptr, shape_ctx, [&] {
     return op != nullptr ? op->InferShape(&shape_ctx) : c.infer_shape(&shape_ctx);
   });
   gert::InferDataTypeContext dtype_ctx(*c.schema, c.input_descs, c.input_layout, c.output_layout, c.attrs);
   if (op != nullptr || c.infer_datatype != nullptr) {
-    CallOp(n, NodeWhere(n) + ": InferDataType failed", dtype_ctx, [&] {
+    CallOp(n, "InferDataType", nullptr, dtype_ctx, [&] {
       return op != nullptr ? op->InferDataType(&dtype_ctx) : c.infer_datatype(&dtype_ctx);
     });
   }
@@ -392,7 +395,7 @@ std::vector<TensorDesc> InferNodeMeta(CompiledNode& c) {
   if (auto* im = CustomOpCast<InferMetaOp>(c.op)) {
     InferMetaContext ictx(*c.schema, c.input_descs, c.input_layout, c.attrs);
     ++c.stats.infer_meta_calls;
-    CallOp(n, NodeWhere(n) + ": infer_meta failed", ictx, [&] { return im->InferMeta(&ictx); });
+    CallOp(n, "infer_meta", nullptr, ictx, [&] { return im->InferMeta(&ictx); });
     if (!ictx.HasOutputs()) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": infer_meta produced no outputs");
     c.inferred = ictx.Outputs();
     c.output_layout = ictx.OutputLayout();
@@ -459,7 +462,7 @@ void CompileNodes(CompiledGraph& cg, const OutputMetas& metas, const CompileOpti
                            return std::make_shared<const PlatformInfos>(PlatformInfos::ForSoc(soc, platform_dir));
                          });
     ++c.stats.compile_calls;
-    CallOp(n, NodeWhere(n) + ": compile failed (" + c.stats.source + ")", ctx, [&] { return comp->Compile(&ctx); });
+    CallOp(n, "compile", &c.stats.source, ctx, [&] { return comp->Compile(&ctx); });
   }
 }
 
@@ -501,7 +504,7 @@ void BuildTaskPlans(CompiledGraph& cg) {
     const std::vector<TensorDesc>& in_descs = c.input_descs;
     AnnotatedArgsContext ctx(*c.schema, in_descs, c.input_layout, *c.inferred, c.output_layout, c.attrs, 0);
     ++c.stats.declare_calls;
-    CallOp(n, NodeWhere(n) + ": declare_launch_args failed (" + c.stats.source + ")", ctx,
+    CallOp(n, "declare_launch_args", &c.stats.source, ctx,
            [&] { return decl->DeclareLaunchArgs(ctx); });
     if (ctx.Plan().launches.empty()) {
       // A plan without launches would hand on outputs that nothing wrote.
@@ -622,7 +625,7 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
       auto* ex = CustomOpCast<EagerExecuteOp>(c.op);
       const auto s0 = std::chrono::steady_clock::now();
       ++c.stats.execute_calls;
-      CallOp(n, NodeWhere(n) + ": execute failed", ctx, [&] { return ex->Execute(&ctx); });
+      CallOp(n, "execute", nullptr, ctx, [&] { return ex->Execute(&ctx); });
       c.stats.execute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
       auto outs = ctx.TakeOutputs();
       for (std::size_t i = 0; i < outs.size(); ++i) {

@@ -8,5 +8,4 @@
 
 namespace gert {
 using ge::Shape;
-using ge::kMaxDimNum;
 }  // namespace gert
