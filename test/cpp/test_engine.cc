@@ -65,10 +65,45 @@ class MixedOp final : public EagerExecuteOp, public InferMetaOp {
   }
 };
 
+// A C++ test op whose IR constrains dtypes as a REG_OP prototype does:
+// TypedCpp(x1: T, x2?: T, idx*: int32|int64) -> (y: T) [T: float32|float16]
+// {out: VT_DATA_TYPE = DT_UNDEFINED}. infer_meta gives y the dtype `out`, or
+// x1's when `out` is DT_UNDEFINED.
+class TypedOp final : public EagerExecuteOp, public InferMetaOp {
+ public:
+  graphStatus InferMeta(InferMetaContext* ctx) override {
+    DataType dt = *ctx->GetAttrs()->GetAttrPointer<DataType>(0);
+    if (dt == DT_UNDEFINED) dt = ctx->GetInputDesc(0)->data_type;
+    ctx->SetOutputs({TensorDesc(Shape{1}, dt)}, InstanceLayout({1}));
+    return GRAPH_SUCCESS;
+  }
+  graphStatus Execute(gert::EagerOpExecutionContext* ctx) override {
+    ctx->MallocOutputTensor(0, StorageShape(Shape{1}), ctx->GetInputTensor(0)->GetDataType());
+    return GRAPH_SUCCESS;
+  }
+};
+
 OpRegistry& Registry() {
   static OpRegistry reg;
   static bool init = [] {
     BOOST_REQUIRE(RegisterBuiltinOps(reg).ok());
+    {
+      auto s = std::make_shared<OpSchema>();
+      s->op_type = "TypedCpp";
+      const IrDataTypes t{{DT_FLOAT, DT_FLOAT16}, "T", true};
+      s->inputs = {{"x1", IrInputKind::kRequired, t},
+                   {"x2", IrInputKind::kOptional, t},
+                   {"idx", IrInputKind::kDynamic, IrDataTypes{{DT_INT32, DT_INT64}, "", false}}};
+      s->outputs = {{"y", IrOutputKind::kRequired, t}};
+      s->attrs = {{"out", AttrType::VT_DATA_TYPE, AttrValue(DT_UNDEFINED)}};
+      OpRegistration r;
+      r.op_type = s->op_type;
+      r.schema = s;
+      r.source = "test";
+      r.capabilities = CustomOpCapability::kEagerExecute | CustomOpCapability::kInferMeta;
+      r.creator = []() { return std::make_shared<TypedOp>(); };
+      BOOST_REQUIRE(reg.Register(r).ok());
+    }
     auto s = std::make_shared<OpSchema>();
     s->op_type = "MixedCpp";
     s->inputs = {{"x", IrInputKind::kRequired}, {"opt", IrInputKind::kOptional}, {"xs", IrInputKind::kDynamic}};
@@ -533,6 +568,62 @@ BOOST_AUTO_TEST_CASE(output_index_out_of_range) {
                      "unknown node 'zz'");
   ExpectCompileError({{"inputs", {Input("x", {1})}}, {"nodes", {Node("n0", "ReluCpp", {"x"})}}, {"outputs", {"y"}}}, "",
                      "unknown tensor 'y'");
+}
+
+// ---- dtype constraints of the IR (TypedCpp above) ----
+
+json Typed(const std::string& dtype, const std::string& name) {
+  return {{"name", name}, {"dtype", dtype}, {"shape", {1}}, {"data", {1}}};
+}
+
+json TypedGraph(json inputs, json node_inputs, json attrs = json::object()) {
+  return {{"inputs", inputs}, {"nodes", {Node("t", "TypedCpp", node_inputs, attrs)}}, {"outputs", {"t:0"}}};
+}
+
+BOOST_AUTO_TEST_CASE(input_dtypes_inside_their_sets_compile) {
+  Engine engine(Registry());
+  for (const char* dt : {"float32", "float16"}) {
+    Graph g = Parse(TypedGraph({Typed(dt, "a"), Typed(dt, "b"), Typed("int32", "i"), Typed("int64", "j")},
+                               {"a", "b", {"i", "j"}}));
+    BOOST_CHECK_NO_THROW(engine.Compile(g));
+  }
+  // The optional input left out and no dynamic instances: nothing to check there.
+  Graph g = Parse(TypedGraph({Typed("float16", "a")}, {"a", nullptr, json::array()}));
+  BOOST_CHECK_NO_THROW(engine.Compile(g));
+}
+
+BOOST_AUTO_TEST_CASE(an_input_dtype_outside_its_set_is_refused) {
+  ExpectCompileError(TypedGraph({Typed("int32", "a")}, {"a", nullptr, json::array()}), "t",
+                     "input 'x1' (inputs[0]): dtype int32 is not allowed (allowed for T: float32|float16)");
+  ExpectCompileError(TypedGraph({Typed("float32", "a"), Typed("int8", "i")}, {"a", nullptr, {"i", "i"}}), "t",
+                     "input 'idx' (inputs[2][0]): dtype int8 is not allowed (allowed: int32|int64)");
+  // A dtype reaching the node from a producer's infer_meta is checked too.
+  json g = {{"inputs", {Typed("float32", "a"), Typed("float16", "h")}},
+            {"nodes", {Node("p", "TypedCpp", {"h", nullptr, json::array()}), Node("t", "TypedCpp", {"a", nullptr, {"p:0"}})}},
+            {"outputs", {"t:0"}}};
+  ExpectCompileError(g, "t", "input 'idx' (inputs[2][0]): dtype float16 is not allowed");
+}
+
+BOOST_AUTO_TEST_CASE(inputs_sharing_a_symbol_need_one_dtype) {
+  ExpectCompileError(TypedGraph({Typed("float32", "a"), Typed("float16", "b")}, {"a", "b", json::array()}), "t",
+                     "input 'x1' (inputs[0]) has dtype float32 but input 'x2' (inputs[1]) has dtype float16; both are "
+                     "declared with type symbol 'T'");
+}
+
+BOOST_AUTO_TEST_CASE(an_inferred_output_dtype_is_checked) {
+  // Outside the set.
+  ExpectCompileError(TypedGraph({Typed("float32", "a")}, {"a", nullptr, json::array()}, {{"out", "DT_INT32"}}), "t",
+                     "output 'y' (outputs[0]) from infer_meta: dtype int32 is not allowed (allowed for T: float32|float16)");
+  // Inside the set but not the dtype the symbol took from the inputs.
+  ExpectCompileError(TypedGraph({Typed("float32", "a")}, {"a", nullptr, json::array()}, {{"out", "DT_FLOAT16"}}), "t",
+                     "input 'x1' (inputs[0]) has dtype float32 but output 'y' (outputs[0]) from infer_meta has dtype float16");
+}
+
+BOOST_AUTO_TEST_CASE(schema_text_shows_the_constraints) {
+  auto reg = Registry().Find("TypedCpp");
+  BOOST_REQUIRE(reg);
+  BOOST_CHECK_EQUAL(reg->schema->ToString(),
+                    "TypedCpp(x1: T, x2?: T, idx*: int32|int64) -> (y: T) [T: float32|float16] {out: VT_DATA_TYPE = <default>}");
 }
 
 BOOST_AUTO_TEST_CASE(inference_failure_names_node_call_and_reason) {

@@ -409,13 +409,79 @@ std::vector<TensorDesc> InferNodeMeta(CompiledNode& c) {
   return std::vector<TensorDesc>(c.output_layout.Total());
 }
 
+// ---- the IR's dtype constraints (a C++ prototype's TensorType sets and DATATYPE symbols) ----
+
+std::string DtypeName(DataType dt) { return IsKnownDataType(dt) ? DataTypeName(dt) : DataTypeGeName(dt); }
+
+// Per uniform symbol ("T"): the first tensor that fixed its dtype.
+struct SymbolUse {
+  std::string what;
+  DataType dt;
+};
+using SymbolUses = std::map<std::string, SymbolUse>;
+
+// Checks one tensor's dtype against its IR entry `d`; `what` names the entry
+// ("input 'x1' (inputs[0])"). Errors are EngineErrors of `kind` naming the node.
+void CheckDtype(const GraphNode& n, Kind kind, const IrDataTypes& d, const std::string& what, DataType dt,
+                SymbolUses& uses) {
+  if (!d.Allows(dt)) {
+    throw EngineError(kind, n.name, NodeWhere(n) + ": " + what + ": dtype " + DtypeName(dt) + " is not allowed (allowed" +
+                                        (d.symbol.empty() ? std::string() : " for " + d.symbol) + ": " +
+                                        DataTypeSetString(d.allowed) + ")");
+  }
+  if (!d.uniform || d.symbol.empty()) return;
+  auto [it, first] = uses.emplace(d.symbol, SymbolUse{what, dt});
+  if (!first && it->second.dt != dt) {
+    throw EngineError(kind, n.name, NodeWhere(n) + ": " + it->second.what + " has dtype " + DtypeName(it->second.dt) + " but " +
+                                        what + " has dtype " + DtypeName(dt) + "; both are declared with type symbol '" +
+                                        d.symbol + "', which stands for one dtype");
+  }
+}
+
+// Inputs: every instance whose dtype is known at compile time (a graph input,
+// or an output of a node with infer_meta) against its IR input's set.
+void CheckInputDtypes(const CompiledNode& c, const std::vector<CompiledNode>& nodes, const GraphIndex& index,
+                      SymbolUses& uses) {
+  const GraphNode& n = *c.node;
+  const OpSchema& s = *c.schema;
+  std::size_t flat = 0;
+  for (std::size_t k = 0; k < c.inputs.size() && k < s.inputs.size(); ++k) {
+    auto check = [&](const TensorRef& r, const std::string& what) {
+      const DataType dt = c.input_descs.at(flat++).data_type;
+      const bool known = r.node.empty() || nodes[index.nodes.at(r.node)].inferred.has_value();
+      if (known) CheckDtype(n, Kind::kGraph, s.inputs[k].dtypes, what, dt, uses);
+    };
+    const std::string what = "input '" + s.inputs[k].name + "' (inputs[" + std::to_string(k) + "]";
+    if (auto* r = std::get_if<TensorRef>(&c.inputs[k])) check(*r, what + ")");
+    if (auto* v = std::get_if<std::vector<TensorRef>>(&c.inputs[k])) {
+      for (std::size_t i = 0; i < v->size(); ++i) check((*v)[i], what + "[" + std::to_string(i) + "])");
+    }
+  }
+}
+
+// Outputs infer_meta produced, against their IR output's set and symbol.
+void CheckOutputDtypes(const CompiledNode& c, SymbolUses& uses) {
+  if (!c.inferred) return;
+  const OpSchema& s = *c.schema;
+  for (std::size_t k = 0; k < s.outputs.size() && k < c.output_layout.IrNum(); ++k) {
+    for (std::size_t i = 0; i < c.output_layout.Count(k); ++i) {
+      std::string what = "output '" + s.outputs[k].name + "' (outputs[" + std::to_string(k) + "]";
+      what += s.outputs[k].kind == IrOutputKind::kDynamic ? "[" + std::to_string(i) + "]) from infer_meta" : ") from infer_meta";
+      CheckDtype(*c.node, Kind::kOp, s.outputs[k].dtypes, what, (*c.inferred)[c.output_layout.Start(k) + i].data_type, uses);
+    }
+  }
+}
+
 OutputMetas InferMetas(std::vector<CompiledNode>& nodes, const std::vector<std::size_t>& order, const GraphIndex& index) {
   OutputMetas metas;
   for (std::size_t idx : order) {
     CompiledNode& c = nodes[idx];
     const GraphNode& n = *c.node;
     c.input_descs = InputDescs(c, index, metas);  // kept for the compile and task-plan phases
+    SymbolUses uses;
+    CheckInputDtypes(c, nodes, index, uses);
     metas[n.name] = InferNodeMeta(c);
+    CheckOutputDtypes(c, uses);
     if (!CustomOpCast<EagerExecuteOp>(c.op) && !CustomOpCast<AnnotatedArgsOp>(c.op)) {
       throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": op_type '" + n.op_type +
                                                "' can neither execute nor declare launch args (capabilities: " +

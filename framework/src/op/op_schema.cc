@@ -1,6 +1,7 @@
 // Attribute kind names, OpSchema helpers, Status formatting.
 #include "ge/op/op_schema.h"
 
+#include <algorithm>
 #include <array>
 #include <sstream>
 
@@ -52,18 +53,53 @@ std::optional<std::size_t> OpSchema::FindInput(const std::string& name) const {
   return std::nullopt;
 }
 
+bool IrDataTypes::Allows(DataType dt) const noexcept {
+  return allowed.empty() || std::binary_search(allowed.begin(), allowed.end(), dt);
+}
+
+std::string DataTypeSetString(const std::vector<DataType>& types) {
+  if (types.empty()) return "any";
+  std::string out;
+  for (DataType dt : types) {
+    if (!out.empty()) out += '|';
+    out += IsKnownDataType(dt) ? DataTypeName(dt) : DataTypeGeName(dt);
+  }
+  return out;
+}
+
 std::string OpSchema::ToString() const {
   std::ostringstream os;
+  // Symbols in first-use order, each shown once with its set.
+  std::vector<const IrDataTypes*> symbols;
+  auto constraint = [&](const IrDataTypes& d) {
+    if (!d.symbol.empty()) {
+      bool seen = false;
+      for (const IrDataTypes* s : symbols) seen = seen || s->symbol == d.symbol;
+      if (!seen) symbols.push_back(&d);
+      os << ": " << d.symbol;
+    } else if (!d.allowed.empty()) {
+      os << ": " << DataTypeSetString(d.allowed);
+    }
+  };
   os << op_type << '(';
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     os << (i ? ", " : "") << inputs[i].name
        << (inputs[i].kind == IrInputKind::kOptional ? "?" : inputs[i].kind == IrInputKind::kDynamic ? "*" : "");
+    constraint(inputs[i].dtypes);
   }
   os << ") -> (";
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     os << (i ? ", " : "") << outputs[i].name << (outputs[i].kind == IrOutputKind::kDynamic ? "*" : "");
+    constraint(outputs[i].dtypes);
   }
   os << ')';
+  if (!symbols.empty()) {
+    os << " [";
+    for (std::size_t i = 0; i < symbols.size(); ++i) {
+      os << (i ? ", " : "") << symbols[i]->symbol << ": " << DataTypeSetString(symbols[i]->allowed);
+    }
+    os << ']';
+  }
   if (!attrs.empty()) {
     os << " {";
     for (std::size_t i = 0; i < attrs.size(); ++i) {

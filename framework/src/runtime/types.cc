@@ -62,6 +62,25 @@ std::string DataTypeName(DataType dt) {
   return r ? std::string(r->name) : "DT_" + std::to_string(static_cast<int>(dt));
 }
 
+std::string DataTypeGeName(DataType dt) {
+  // Indexed by GE's number; empty where GE leaves a gap.
+  static constexpr std::array<std::string_view, 43> kGe{
+      "DT_FLOAT",       "DT_FLOAT16",         "DT_INT8",        "DT_INT32",          "DT_UINT8",
+      "",               "DT_INT16",           "DT_UINT16",      "DT_UINT32",         "DT_INT64",
+      "DT_UINT64",      "DT_DOUBLE",          "DT_BOOL",        "DT_STRING",         "DT_DUAL_SUB_INT8",
+      "DT_DUAL_SUB_UINT8", "DT_COMPLEX64",    "DT_COMPLEX128",  "DT_QINT8",          "DT_QINT16",
+      "DT_QINT32",      "DT_QUINT8",          "DT_QUINT16",     "DT_RESOURCE",       "DT_STRING_REF",
+      "DT_DUAL",        "DT_VARIANT",         "DT_BF16",        "DT_UNDEFINED",      "DT_INT4",
+      "DT_UINT1",       "DT_INT2",            "DT_UINT2",       "DT_COMPLEX32",      "DT_HIFLOAT8",
+      "DT_FLOAT8_E5M2", "DT_FLOAT8_E4M3FN",   "DT_FLOAT8_E8M0", "DT_FLOAT6_E3M2",    "DT_FLOAT6_E2M3",
+      "DT_FLOAT4_E2M1", "DT_FLOAT4_E1M2",     "DT_HIFLOAT4"};
+  const auto i = static_cast<int64_t>(dt);
+  if (i >= 0 && i < static_cast<int64_t>(kGe.size()) && !kGe[static_cast<std::size_t>(i)].empty()) {
+    return std::string(kGe[static_cast<std::size_t>(i)]);
+  }
+  return "DT_" + std::to_string(i);
+}
+
 std::optional<DataType> DataTypeFromName(std::string_view name) {
   for (const auto& r : kRows) {
     if (name == r.name) return r.dt;

@@ -26,12 +26,43 @@ enum DataType : int32_t {
   DT_DOUBLE = 11,
   DT_BOOL = 12,
   DT_STRING = 13,
+  DT_DUAL_SUB_INT8 = 14,   // declarable in prototypes only (see below)
+  DT_DUAL_SUB_UINT8 = 15,  // declarable in prototypes only
   DT_COMPLEX64 = 16,
   DT_COMPLEX128 = 17,
+  DT_QINT8 = 18,       // declarable in prototypes only
+  DT_QINT16 = 19,      // declarable in prototypes only
+  DT_QINT32 = 20,      // declarable in prototypes only
+  DT_QUINT8 = 21,      // declarable in prototypes only
+  DT_QUINT16 = 22,     // declarable in prototypes only
+  DT_RESOURCE = 23,    // declarable in prototypes only
+  DT_STRING_REF = 24,  // declarable in prototypes only
+  DT_DUAL = 25,        // declarable in prototypes only
+  DT_VARIANT = 26,     // declarable in prototypes only
   DT_BF16 = 27,
   DT_UNDEFINED = 28,
   DT_MAX = 29,  // this project's bound; members at or past it are unsupported
+  // Members past the bound, numbered as GE numbers them, so that operator
+  // prototypes naming them (graph/types.h, TensorType) compile.
+  DT_INT4 = 29,
+  DT_UINT1 = 30,
+  DT_INT2 = 31,
+  DT_UINT2 = 32,
+  DT_COMPLEX32 = 33,
+  DT_HIFLOAT8 = 34,
+  DT_FLOAT8_E5M2 = 35,
+  DT_FLOAT8_E4M3FN = 36,
+  DT_FLOAT8_E8M0 = 37,
+  DT_FLOAT6_E3M2 = 38,
+  DT_FLOAT6_E2M3 = 39,
+  DT_FLOAT4_E2M1 = 40,
+  DT_FLOAT4_E1M2 = 41,
+  DT_HIFLOAT4 = 42,
 };
+// The members marked "declarable in prototypes only" and those past DT_MAX
+// exist so that GE operator prototypes naming them compile and their dtype
+// sets keep GE's numbers; no tensor, attribute or graph of this project can
+// hold them (IsKnownDataType is false for them, DataTypeSize is 0).
 
 enum Format : int32_t {
   FORMAT_NCHW = 0,
@@ -64,6 +95,10 @@ std::size_t DataTypeSize(DataType dt) noexcept;
 // numpy-style name ("float32", "float16", "bfloat16", "int64", "bool", ...).
 // Returns "DT_<n>" for a type with no numpy name.
 std::string DataTypeName(DataType dt);
+
+// GE's enumerator name ("DT_FLOAT", "DT_QINT8", "DT_HIFLOAT4", ...) of every
+// member above except DT_MAX; "DT_<n>" for any other value.
+std::string DataTypeGeName(DataType dt);
 
 // Inverse of DataTypeName; also accepts GE names ("DT_FLOAT", "float" is not
 // accepted: it is ambiguous). Returns nullopt for an unknown name.
