@@ -91,6 +91,7 @@ bool Spawn(const std::vector<std::string>& paths, const std::vector<std::size_t>
   std::vector<std::string> args{scanner};
   if (!opts.log_level.empty()) args.push_back("--log-level"), args.push_back(opts.log_level);
   if (opts.allow_insecure) args.push_back("--allow-insecure");
+  for (const auto& lib : opts.prototype_libraries) args.push_back("--prototype-library"), args.push_back(lib);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -296,6 +297,45 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
     if (!done[i]) fail(i, PluginStatus::kError, "not scanned");
   }
   return results;
+}
+
+bool ServesPrototypes(const PluginRecord& r) {
+  if (!r.op_library) return false;
+  return r.status == PluginStatus::kOk || r.status == PluginStatus::kConflict ||
+         (r.status == PluginStatus::kError && r.error.kind == "prototype");
+}
+
+std::vector<PluginRecord> ScanOppPath(const std::vector<std::string>& paths, const std::vector<bool>& is_library,
+                                      const std::vector<PluginRecord>& other_libraries, const ScanOptions& opts) {
+  std::vector<PluginRecord> out(paths.size());
+  std::vector<std::size_t> libs, pys;
+  for (std::size_t i = 0; i < paths.size(); ++i) (is_library[i] ? libs : pys).push_back(i);
+  auto scan = [&](const std::vector<std::size_t>& which, const ScanOptions& o) {
+    std::vector<std::string> p;
+    for (auto i : which) p.push_back(paths[i]);
+    std::vector<PluginRecord> r = ScanPlugins(p, o);
+    for (std::size_t k = 0; k < which.size(); ++k) out[which[k]] = std::move(r[k]);
+  };
+  // Alone first: a library that crashes in its constructors is marked without
+  // being loaded into any other scan.
+  ScanOptions alone = opts;
+  alone.prototype_libraries.clear();
+  if (!libs.empty()) scan(libs, alone);
+  ScanOptions with = opts;
+  with.prototype_libraries.clear();
+  for (const auto& r : other_libraries) {
+    if (ServesPrototypes(r)) with.prototype_libraries.push_back(r.path);
+  }
+  for (auto i : libs) {
+    if (ServesPrototypes(out[i])) with.prototype_libraries.push_back(paths[i]);
+  }
+  std::vector<std::size_t> again;
+  for (auto i : libs) {
+    if (out[i].status == PluginStatus::kError && out[i].error.kind == "prototype") again.push_back(i);
+  }
+  if (!again.empty() && !with.prototype_libraries.empty()) scan(again, with);
+  if (!pys.empty()) scan(pys, with);
+  return out;
 }
 
 }  // namespace ge::registry
