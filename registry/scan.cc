@@ -299,11 +299,7 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
   return results;
 }
 
-bool ServesPrototypes(const PluginRecord& r) {
-  if (!r.op_library) return false;
-  return r.status == PluginStatus::kOk || r.status == PluginStatus::kConflict ||
-         (r.status == PluginStatus::kError && r.error.kind == "prototype");
-}
+bool ServesPrototypes(const PluginRecord& r) { return r.op_library && r.status == PluginStatus::kOk; }
 
 std::vector<PluginRecord> ScanOppPath(const std::vector<std::string>& paths, const std::vector<bool>& is_library,
                                       const std::vector<PluginRecord>& other_libraries, const ScanOptions& opts) {
@@ -316,25 +312,35 @@ std::vector<PluginRecord> ScanOppPath(const std::vector<std::string>& paths, con
     std::vector<PluginRecord> r = ScanPlugins(p, o);
     for (std::size_t k = 0; k < which.size(); ++k) out[which[k]] = std::move(r[k]);
   };
+  // Prototype libraries for a scan: those whose record passes `serves`.
+  auto lenders = [&](const std::function<bool(const PluginRecord&)>& serves) {
+    ScanOptions o = opts;
+    o.prototype_libraries.clear();
+    for (const auto& r : other_libraries) {
+      if (serves(r)) o.prototype_libraries.push_back(r.path);
+    }
+    for (auto i : libs) {
+      if (serves(out[i])) o.prototype_libraries.push_back(paths[i]);
+    }
+    return o;
+  };
   // Alone first: a library that crashes in its constructors is marked without
   // being loaded into any other scan.
-  ScanOptions alone = opts;
-  alone.prototype_libraries.clear();
-  if (!libs.empty()) scan(libs, alone);
-  ScanOptions with = opts;
-  with.prototype_libraries.clear();
-  for (const auto& r : other_libraries) {
-    if (ServesPrototypes(r)) with.prototype_libraries.push_back(r.path);
-  }
-  for (auto i : libs) {
-    if (ServesPrototypes(out[i])) with.prototype_libraries.push_back(paths[i]);
-  }
+  if (!libs.empty()) scan(libs, lenders([](const PluginRecord&) { return false; }));
+  // A library whose custom op lacks a prototype may find it in another one
+  // that loaded (even one failing for the same reason: all are retried).
   std::vector<std::size_t> again;
   for (auto i : libs) {
     if (out[i].status == PluginStatus::kError && out[i].error.kind == "prototype") again.push_back(i);
   }
-  if (!again.empty() && !with.prototype_libraries.empty()) scan(again, with);
-  if (!pys.empty()) scan(pys, with);
+  if (!again.empty()) {
+    const ScanOptions loaded = lenders([](const PluginRecord& r) {
+      return ServesPrototypes(r) || (r.op_library && r.status == PluginStatus::kError && r.error.kind == "prototype");
+    });
+    if (!loaded.prototype_libraries.empty()) scan(again, loaded);
+  }
+  // Python plugins bind to the prototypes of the libraries that register them.
+  if (!pys.empty()) scan(pys, lenders(ServesPrototypes));
   return out;
 }
 

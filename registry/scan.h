@@ -46,17 +46,18 @@ struct ScanOptions {
 // the field. Blocks until every path has a record.
 std::vector<plugin::PluginRecord> ScanPlugins(const std::vector<std::string>& paths, const ScanOptions& opts);
 
-// Whether an op library's record says it loads (ok, conflict, or an error of
-// its prototypes): such a library may serve its prototypes to other scans.
-// Crashed, hung, exited, insecure, skipped and unloadable ones may not.
+// Whether an op library's record says it registers its prototypes (status
+// ok), as the engine's host would: then Python plugins scanned later may bind
+// to them. Crashed, hung, exited, insecure, skipped, conflicting and failing
+// libraries do not.
 bool ServesPrototypes(const plugin::PluginRecord& r);
 
 // Scans the plugins of an opp path in the order op packages need
 // (share/docs/op-packages.md): the op libraries among `paths` first, each on
 // its own; then again those whose custom ops lack a prototype, with every
-// library that serves prototypes (these and `other_libraries`, records not
-// rescanned) as prototype libraries; then the Python plugins with the same
-// prototype libraries. `is_library[i]` says whether paths[i] is an op
+// library that loaded (these and `other_libraries`, records not rescanned)
+// as prototype libraries; then the Python plugins, with the libraries that
+// ServesPrototypes as prototype libraries. `is_library[i]` says whether paths[i] is an op
 // library. Returns one record per path, in order (as ScanPlugins).
 std::vector<plugin::PluginRecord> ScanOppPath(const std::vector<std::string>& paths, const std::vector<bool>& is_library,
                                               const std::vector<plugin::PluginRecord>& other_libraries,
