@@ -82,7 +82,7 @@ namespace {
 // Version 3: stamps with ctime and inodes, paths in the PathText spelling.
 // The last line is "S\t<FNV-1a 64 of every P line>", so an edited, cut or
 // reordered index is never passed through.
-constexpr char kListHeader[] = "ge-plugin-list 3";
+constexpr char kListHeader[] = "ge-plugin-list 4";
 constexpr int kStampFields = 5;  // mtime_ns, ctime_ns, size, files, inodes
 
 std::string LinesChecksum(const std::vector<std::string>& lines) {
@@ -191,7 +191,7 @@ std::optional<std::string> FreshListJson(const std::string& cache_path, const st
     const json summary = json::parse(line.begin() + static_cast<long>(at), line.end(), nullptr, false);
     std::string problem;
     const std::optional<PluginRecord> r = summary.is_discarded() ? std::nullopt : plugin::FromJson(summary, &problem);
-    if (!r || r->path != c.path || summary.size() != 7) return std::nullopt;
+    if (!r || r->path != c.path || summary.size() != 9) return std::nullopt;  // the summary fields of ToJson(r, false)
     // An "insecure" verdict is stale once the plugin is safe, or insecure
     // plugins are allowed (the listing must scan it).
     if (r->status == plugin::PluginStatus::kInsecure) return std::nullopt;

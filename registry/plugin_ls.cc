@@ -55,21 +55,35 @@ void PrintTable(const json& plugins, std::ostream& out, bool color) {
     const std::string status = p.value("status", "error");
     std::string reason = Printable(p.value("error", ""));
     const json ops = p.value("ops", json::array());
-    auto add = [&](const std::string& op, const json& caps, bool first) {
-      auto mark = [&](const char* c) { return op == "-" ? std::string("-") : Has(caps, c) ? "yes" : "-"; };
+    // An op library runs no Python: its column says "native".
+    const bool library = p.value("kind", "python") == "op_library";
+    const std::string isolation = library ? "native" : p.value("isolation", "").empty() ? "-" : p.value("isolation", "");
+    // Its prototypes without a C++ op of their op_type get a row each.
+    std::vector<std::string> protos_only;
+    for (const auto& t : p.value("prototypes", json::array())) {
+      if (!t.is_string()) continue;
+      bool has_op = false;
+      for (const auto& op : ops) has_op = has_op || op.value("op_type", "") == t.get<std::string>();
+      if (!has_op) protos_only.push_back(t.get<std::string>());
+    }
+    auto add = [&](const std::string& op, const json& caps, bool first, bool proto = false) {
+      auto mark = [&](const char* c) { return op == "-" || proto ? std::string("-") : Has(caps, c) ? "yes" : "-"; };
       rows.push_back({first ? name : "", first ? (version.empty() ? "-" : version) : "", op, mark("eager_execute"),
                       mark("compilable"), mark("annotated_args"), mark("infer_meta"),
-                      first ? (p.value("isolation", "").empty() ? "-" : p.value("isolation", "")) : "",
-                      first ? status : ""});
+                      first ? isolation : "", first ? status : ""});
       status_of_row.push_back(first ? status : "");
       reason_of_row.push_back(first && status != "ok" ? reason : "");
     };
-    if (ops.empty()) {
+    if (ops.empty() && protos_only.empty()) {
       add("-", json::array(), true);
     } else {
       bool first = true;
       for (const auto& op : ops) {
         add(Printable(op.value("op_type", "")), op.value("capabilities", json::array()), first);
+        first = false;
+      }
+      for (const auto& t : protos_only) {
+        add(Printable(t) + " (prototype)", json::array(), first, true);
         first = false;
       }
     }
@@ -107,9 +121,14 @@ json Filter(const json& plugins, const std::string& op, const std::string& statu
       for (const auto& o : p.value("ops", json::array())) {
         if (o.value("op_type", "") == op) ops.push_back(o);
       }
-      if (ops.empty()) continue;
+      json protos = json::array();  // an op library's prototype of OP_TYPE counts too
+      for (const auto& t : p.value("prototypes", json::array())) {
+        if (t == op) protos.push_back(t);
+      }
+      if (ops.empty() && protos.empty()) continue;
       json q = p;
       q["ops"] = ops;
+      if (q.contains("prototypes")) q["prototypes"] = protos;
       outp.push_back(q);
       continue;
     }
@@ -125,6 +144,11 @@ std::string ErrorHint(const plugin::PluginError& e) {
   if (e.kind == "extension") return "set isolation = \"main\" under [tool.ge-plugin] in pyproject.toml";
   if (e.kind == "metadata") return "fix pyproject.toml ([project] name/version/description, [tool.ge-plugin] isolation)";
   if (e.kind == "validation") return "make the method signature match the register_op prototype (share/docs/plugin-authors.md)";
+  if (e.kind == "prototype") {
+    return "register the op's prototype: @register_op in the plugin, or REG_OP in an op library of the opp path "
+           "(share/docs/op-packages.md)";
+  }
+  if (e.kind == "load") return "rebuild the op library for this machine and link what it needs (see the dlopen message)";
   if (e.kind == "discovery") return "give a .py file or a package folder with __init__.py, named like a Python module";
   if (e.kind == "name") return "rename the plugin: it would shadow that module for every plugin";
   if (exception == "SyntaxError" || exception == "IndentationError" || exception == "TabError") {
@@ -170,7 +194,19 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
   }
   RefreshOptions q = ropts;
   q.scan.allow_insecure = ropts.allow_insecure;
-  const std::vector<plugin::PluginRecord> scanned = ScanPlugins(scan_paths, q.scan);
+  // Op packages: the checked plugins bind to the prototypes of the checked op
+  // libraries and of the installed ones (the cache), as they would in the engine.
+  std::vector<bool> is_library;
+  for (const auto& c : found.plugins) {
+    if (c.insecure.empty() || ropts.allow_insecure) is_library.push_back(c.is_op_library);
+  }
+  std::vector<plugin::PluginRecord> installed_libraries;
+  for (const auto& [p, r] : installed) {
+    if (r.op_library && std::find(scan_paths.begin(), scan_paths.end(), p) == scan_paths.end()) {
+      installed_libraries.push_back(r);
+    }
+  }
+  const std::vector<plugin::PluginRecord> scanned = ScanOppPath(scan_paths, is_library, installed_libraries, q.scan);
   std::vector<plugin::PluginRecord> records = found.problems;
   std::size_t k = 0;
   std::map<std::string, const plugin::Candidate*> candidate_of;
@@ -220,9 +256,10 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
         problems.emplace_back(r.error.OneLine() + where, ErrorHint(r.error));
       }
     }
-    if (r.ok() && r.ops.empty()) {
+    if (r.ok() && r.ops.empty() && !(r.op_library && !r.prototypes.empty())) {
       problems.emplace_back(r.path + " registers no op",
-                            "decorate a prototype with @register_op and a class with @register_op_impl");
+                            r.op_library ? "register a prototype (REG_OP) or a custom op (REG_AUTO_MAPPING_OP) in the library"
+                                         : "decorate a prototype with @register_op and a class with @register_op_impl");
     }
     if (r.ok()) {
       // Conflicts with what is installed: other plugins of the registry.
@@ -238,7 +275,8 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
         }
       }
     }
-    if (candidate_of.count(r.path) && r.ok()) {
+    for (const auto& w : r.warnings) notes.push_back(w);
+    if (candidate_of.count(r.path) && r.ok() && !r.op_library) {
       if (r.version.empty()) notes.push_back("no version: set [project] version in pyproject.toml or __version__");
       if (r.description.empty()) notes.push_back("no description: add a module docstring or [project] description");
     }
@@ -261,8 +299,11 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
       text << "  [";
       bool first = true;
       for (const auto& cap : op.capabilities) text << (first ? "" : ", ") << cap, first = false;
-      text << "]\n";
+      text << "]";
+      if (!op.prototype_library.empty()) text << "  (prototype from " << Printable(PathText(op.prototype_library)) << ")";
+      text << "\n";
     }
+    for (const auto& p : r.prototypes) text << "  prototype " << Printable(p) << "\n";
     for (const auto& [p, h] : problems) text << "problem: " << Printable(p) << "\n  hint: " << h << "\n";
     if (!r.error.traceback.empty() && !problems.empty() && r.error.kind != "name") {
       text << TerminalSafe(Abbreviate(r.error.traceback, kMaxDetailsChars), /*keep_newlines=*/true) << "\n";

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 
 #include "ge/plugin/discovery.h"
@@ -50,6 +51,34 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
     stamps[c.path] = now;
     to_scan.push_back(c.path);
   }
+  // Op packages (share/docs/op-packages.md): what a Python plugin binds to, and
+  // which prototypes a library's custom ops find, depend on the op libraries.
+  // When one of them is new, changed or gone, the records that depend on
+  // them are taken again: bound to a library prototype, missing a prototype,
+  // or warned about one.
+  bool libraries_changed = false;
+  for (const auto& c : found.plugins) {
+    if (c.is_op_library && std::find(to_scan.begin(), to_scan.end(), c.path) != to_scan.end()) libraries_changed = true;
+  }
+  for (const auto& [path, r] : records) {
+    if (r.op_library && !live.count(path)) libraries_changed = true;
+  }
+  if (libraries_changed) {
+    for (const auto& c : found.plugins) {
+      auto it = records.find(c.path);
+      if (it == records.end() || !c.insecure.empty() ||
+          std::find(to_scan.begin(), to_scan.end(), c.path) != to_scan.end()) {
+        continue;
+      }
+      const PluginRecord& r = it->second;
+      bool depends = r.error.kind == "prototype" || !r.warnings.empty();
+      for (const auto& op : r.ops) depends = depends || !op.prototype_library.empty();
+      if (!depends) continue;
+      stamps[c.path] = *r.stamp;
+      to_scan.push_back(c.path);
+      --st.reused;
+    }
+  }
   if (opts.no_scan) {
     st.scanned = to_scan.size();
     to_scan.clear();
@@ -66,7 +95,15 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
     // stamp, and a plugin that writes a log at import does not make the
     // daemon rescan it for ever.
     for (int round = 0; round < 2 && !paths.empty(); ++round) {
-      std::vector<PluginRecord> scanned = ScanPlugins(paths, scan);
+      std::vector<bool> is_library;
+      std::set<std::string> scanning(paths.begin(), paths.end());
+      for (const auto& p : paths) is_library.push_back(candidate.at(p)->is_op_library);
+      std::vector<PluginRecord> other_libraries;  // their records stand: they may serve prototypes
+      for (const auto& c : found.plugins) {
+        auto it = records.find(c.path);
+        if (c.is_op_library && !scanning.count(c.path) && it != records.end()) other_libraries.push_back(it->second);
+      }
+      std::vector<PluginRecord> scanned = ScanOppPath(paths, is_library, other_libraries, scan);
       std::vector<std::string> changed;
       for (std::size_t i = 0; i < paths.size(); ++i) {
         const plugin::Candidate& c = *candidate.at(paths[i]);
@@ -108,7 +145,17 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
 
 std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
   std::map<std::string, std::string> owner;  // op_type -> path
+  // Op libraries load before Python plugins (as in the engine's host), so
+  // their C++ ops win over Python implementations; path order within each.
+  std::vector<PluginRecord*> order;
   for (auto& r : ordered) {
+    if (r.op_library) order.push_back(&r);
+  }
+  for (auto& r : ordered) {
+    if (!r.op_library) order.push_back(&r);
+  }
+  for (PluginRecord* rp : order) {
+    PluginRecord& r = *rp;
     // A record keeps its scan verdict; conflicts are decided here, afresh.
     if (r.status == PluginStatus::kConflict && r.error.kind == "conflict" && !r.ops.empty()) {
       r.status = PluginStatus::kOk;

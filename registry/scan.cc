@@ -91,6 +91,7 @@ bool Spawn(const std::vector<std::string>& paths, const std::vector<std::size_t>
   std::vector<std::string> args{scanner};
   if (!opts.log_level.empty()) args.push_back("--log-level"), args.push_back(opts.log_level);
   if (opts.allow_insecure) args.push_back("--allow-insecure");
+  for (const auto& lib : opts.prototype_libraries) args.push_back("--prototype-library"), args.push_back(lib);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -296,6 +297,51 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
     if (!done[i]) fail(i, PluginStatus::kError, "not scanned");
   }
   return results;
+}
+
+bool ServesPrototypes(const PluginRecord& r) { return r.op_library && r.status == PluginStatus::kOk; }
+
+std::vector<PluginRecord> ScanOppPath(const std::vector<std::string>& paths, const std::vector<bool>& is_library,
+                                      const std::vector<PluginRecord>& other_libraries, const ScanOptions& opts) {
+  std::vector<PluginRecord> out(paths.size());
+  std::vector<std::size_t> libs, pys;
+  for (std::size_t i = 0; i < paths.size(); ++i) (is_library[i] ? libs : pys).push_back(i);
+  auto scan = [&](const std::vector<std::size_t>& which, const ScanOptions& o) {
+    std::vector<std::string> p;
+    for (auto i : which) p.push_back(paths[i]);
+    std::vector<PluginRecord> r = ScanPlugins(p, o);
+    for (std::size_t k = 0; k < which.size(); ++k) out[which[k]] = std::move(r[k]);
+  };
+  // Prototype libraries for a scan: those whose record passes `serves`.
+  auto lenders = [&](const std::function<bool(const PluginRecord&)>& serves) {
+    ScanOptions o = opts;
+    o.prototype_libraries.clear();
+    for (const auto& r : other_libraries) {
+      if (serves(r)) o.prototype_libraries.push_back(r.path);
+    }
+    for (auto i : libs) {
+      if (serves(out[i])) o.prototype_libraries.push_back(paths[i]);
+    }
+    return o;
+  };
+  // Alone first: a library that crashes in its constructors is marked without
+  // being loaded into any other scan.
+  if (!libs.empty()) scan(libs, lenders([](const PluginRecord&) { return false; }));
+  // A library whose custom op lacks a prototype may find it in another one
+  // that loaded (even one failing for the same reason: all are retried).
+  std::vector<std::size_t> again;
+  for (auto i : libs) {
+    if (out[i].status == PluginStatus::kError && out[i].error.kind == "prototype") again.push_back(i);
+  }
+  if (!again.empty()) {
+    const ScanOptions loaded = lenders([](const PluginRecord& r) {
+      return ServesPrototypes(r) || (r.op_library && r.status == PluginStatus::kError && r.error.kind == "prototype");
+    });
+    if (!loaded.prototype_libraries.empty()) scan(again, loaded);
+  }
+  // Python plugins bind to the prototypes of the libraries that register them.
+  if (!pys.empty()) scan(pys, lenders(ServesPrototypes));
+  return out;
 }
 
 }  // namespace ge::registry

@@ -33,6 +33,9 @@ struct ScanOptions {
   std::string log_level;                    // passed to the children
   bool quiet_children = false;              // children's stderr to /dev/null
   bool allow_insecure = false;              // passed to the children (--allow-insecure)
+  // Op libraries whose prototypes the scanned plugins may bind to (each
+  // passed as --prototype-library; ge::host::HostOptions::prototype_libraries).
+  std::vector<std::string> prototype_libraries;
   std::function<void(std::size_t done, std::size_t total)> progress;
 };
 
@@ -42,6 +45,23 @@ struct ScanOptions {
 // "hung", "exited" with the code); a malformed answer is an "error" naming
 // the field. Blocks until every path has a record.
 std::vector<plugin::PluginRecord> ScanPlugins(const std::vector<std::string>& paths, const ScanOptions& opts);
+
+// Whether an op library's record says it registers its prototypes (status
+// ok), as the engine's host would: then Python plugins scanned later may bind
+// to them. Crashed, hung, exited, insecure, skipped, conflicting and failing
+// libraries do not.
+bool ServesPrototypes(const plugin::PluginRecord& r);
+
+// Scans the plugins of an opp path in the order op packages need
+// (share/docs/op-packages.md): the op libraries among `paths` first, each on
+// its own; then again those whose custom ops lack a prototype, with every
+// library that loaded (these and `other_libraries`, records not rescanned)
+// as prototype libraries; then the Python plugins, with the libraries that
+// ServesPrototypes as prototype libraries. `is_library[i]` says whether paths[i] is an op
+// library. Returns one record per path, in order (as ScanPlugins).
+std::vector<plugin::PluginRecord> ScanOppPath(const std::vector<std::string>& paths, const std::vector<bool>& is_library,
+                                              const std::vector<plugin::PluginRecord>& other_libraries,
+                                              const ScanOptions& opts);
 
 // $GE_PLUGIN_SCAN, else ge-plugin-scan next to the running executable.
 std::string DefaultScanner();

@@ -1,7 +1,9 @@
 // ge-plugin-scan: the out-of-process scanner child (internal tool).
 //
 // Reads plugin paths (each ending with a NUL byte) on stdin, loads each with
-// a fresh ge::host::PluginHost in its declared isolation and streams, per
+// a fresh ge::host::PluginHost in its declared isolation (an op library with
+// dlopen; `--prototype-library PATH`, repeated: libraries whose prototypes
+// the plugins may bind to) and streams, per
 // plugin, a line {"begin": PATH} before loading it and its record
 // (ge::plugin::ToJson) after; paths in the PathText spelling (scan.h). The
 // parent (ge-plugin-registryd / ge-plugin-ls) enforces the time limit and turns
@@ -147,9 +149,11 @@ int main(int argc, char** argv) {
   if (res == nullptr) return 3;
   std::string log_level = "error";
   bool allow_insecure = false;
+  std::vector<std::string> prototype_libraries;  // ScanOptions::prototype_libraries
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--log-level" && i + 1 < argc) log_level = argv[i + 1];
     if (std::string(argv[i]) == "--allow-insecure") allow_insecure = true;
+    if (std::string(argv[i]) == "--prototype-library" && i + 1 < argc) prototype_libraries.push_back(argv[++i]);
   }
   if (auto lvl = ge::ParseLogLevel(log_level)) ge::SetLogLevel(*lvl);
 
@@ -184,10 +188,13 @@ int main(int argc, char** argv) {
       ge::host::HostOptions opts;
       opts.use_env_opp_path = false;
       opts.allow_insecure = allow_insecure;
+      opts.prototype_libraries = prototype_libraries;
       auto host = std::make_unique<ge::host::PluginHost>(opts, *registry);
       r = host->LoadPlugin(absolute(path));
-      if (r.isolation.empty()) r.isolation = "subinterpreter";
-      SourceMetadata(r.path, boost::filesystem::is_directory(r.path), r.version, r.description);
+      if (!r.op_library) {
+        if (r.isolation.empty()) r.isolation = "subinterpreter";
+        SourceMetadata(r.path, boost::filesystem::is_directory(r.path), r.version, r.description);
+      }
       for (auto& op : r.ops) {
         if (auto reg = registry->Find(op.op_type)) op.prototype = SchemaJson(*reg->schema);
       }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -15,6 +16,8 @@
 #include "errors.h"
 #include "ge/crash_report.h"
 #include "ge/log.h"
+#include "ge/op/library_registrations.h"
+#include "ge/plugin/op_library.h"
 #include "ge/text.h"
 #include "interpreter.h"
 #include "py_ref.h"
@@ -260,7 +263,19 @@ struct PluginHost::Impl {
   std::set<std::string> loaded_paths;                      // plugin paths tried (ok or not)
   std::set<std::pair<std::string, std::string>> problems_reported;  // (path, error) of discovery problems
   std::vector<std::shared_ptr<PythonOpAdapter>> adapters;  // strong refs: released outside any lock
-  std::vector<std::string> sources;                        // registered plugin paths
+  std::vector<std::string> sources;                        // registered plugin and op library paths
+  // The C++ prototypes (REG_OP) of the op libraries loaded so far, by op_type:
+  // the first in path order wins (share/docs/op-packages.md).
+  struct CppPrototype {
+    std::shared_ptr<const OpSchema> schema;
+    std::string library;  // path of the op library that registered it
+    // IMPL_OP infer functions of the op_type (any loaded library), null when none.
+    InferShapeKernelFunc infer_shape = nullptr;
+    InferDataTypeKernelFunc infer_datatype = nullptr;
+    bool given = false;  // from HostOptions::prototype_libraries: a library loaded for real takes precedence
+  };
+  std::map<std::string, CppPrototype> cpp_protos;
+  bool prototype_libraries_loaded = false;  // HostOptions::prototype_libraries
   // Main-interpreter plugins loaded: (module name, (op_type, descriptor key)...).
   // The main interpreter outlives the host, so Unload removes their modules and
   // registrations from it; otherwise a later host would re-import nothing.
@@ -308,6 +323,7 @@ struct PluginHost::Impl {
     bool sub = true;
     std::vector<std::shared_ptr<PythonOpAdapter>> made;
     std::vector<std::pair<std::string, std::string>> keys;  // (op_type, descriptor key)
+    std::vector<std::string> bound;  // per adapter: the op library whose C++ prototype it binds to, or ""
   };
 
   void Fail(Loading& l, const ErrorInfo& e, const char* kind, plugin::PluginStatus status = plugin::PluginStatus::kError) {
@@ -405,14 +421,43 @@ struct PluginHost::Impl {
       return;
     }
     try {
-      bp::list impls = bp::extract<bp::list>(entry.attr("collect")(c.name, before, l.sub));
+      // The C++ prototypes, as this interpreter's own dicts: an implementation
+      // without a Python prototype binds to the one of its op_type.
+      bp::dict library_irs;
+      for (const auto& [op_type, proto] : cpp_protos) library_irs[op_type] = py::SchemaToDict(*proto.schema);
+      bp::dict collected = bp::extract<bp::dict>(entry.attr("collect")(c.name, before, l.sub, library_irs));
+      bp::list impls = bp::extract<bp::list>(collected["impls"]);
+      bp::list own_protos = bp::extract<bp::list>(collected["protos"]);
+      for (Py_ssize_t i = 0; i < bp::len(own_protos); ++i) {
+        const std::string op_type = bp::extract<std::string>(own_protos[i]);
+        auto cpp = cpp_protos.find(op_type);
+        if (cpp == cpp_protos.end()) continue;
+        // GE's rule: a Python prototype replaces a C++ one of the same op_type.
+        std::string w = "the Python prototype of op_type '" + op_type + "' in plugin '" + c.name + "' (" + c.path +
+                        ") replaces the C++ prototype from op library " + cpp->second.library;
+        log->warn("{}", TerminalSafe(w));
+        l.report.warnings.push_back(std::move(w));
+      }
       bp::tuple shared = bp::extract<bp::tuple>(entry.attr("adapter_objects")());
       for (Py_ssize_t i = 0; i < bp::len(impls); ++i) {
         bp::dict impl = bp::extract<bp::dict>(impls[i]);
         const std::string op_type = bp::extract<std::string>(impl["op_type"]);
         const std::string key = bp::extract<std::string>(impl["descriptor_key"]);
-        std::shared_ptr<const OpSchema> schema = py::SchemaFromDict(impl["ir"]);
+        const bool on_library = bp::extract<bool>(impl["library"]);
+        std::shared_ptr<const OpSchema> schema;
         uint32_t mask = static_cast<uint32_t>(CustomOpCapability::kInferMeta);
+        if (on_library) {
+          // Bound to a C++ prototype: its schema as the library registered it;
+          // infer_meta is not Python's.
+          // TODO(merge wt-api): hand cpp_protos[op_type].infer_shape / infer_datatype
+          // to the registration (OpRegistration's infer function fields).
+          schema = cpp_protos.at(op_type).schema;
+          mask = 0;
+          l.bound.push_back(cpp_protos.at(op_type).library);
+        } else {
+          schema = py::SchemaFromDict(impl["ir"]);
+          l.bound.emplace_back();
+        }
         bp::list interfaces = bp::extract<bp::list>(impl["interfaces"]);
         for (Py_ssize_t k = 0; k < bp::len(interfaces); ++k) {
           const std::string itf = bp::extract<std::string>(interfaces[k]);
@@ -487,10 +532,11 @@ struct PluginHost::Impl {
       done.push_back(a->GetSchema().op_type);
     }
     r.status = plugin::PluginStatus::kOk;
-    for (const auto& a : l.made) {
+    for (std::size_t i = 0; i < l.made.size(); ++i) {
       plugin::OpRecord op;
-      op.op_type = a->GetSchema().op_type;
-      op.capabilities = CapabilityNames(a->GetCapabilities());
+      op.op_type = l.made[i]->GetSchema().op_type;
+      op.capabilities = CapabilityNames(l.made[i]->GetCapabilities());
+      if (i < l.bound.size()) op.prototype_library = l.bound[i];
       r.ops.push_back(std::move(op));
     }
     sources.push_back(l.plugin.path);
@@ -506,8 +552,18 @@ struct PluginHost::Impl {
   // "Interpreters"), then the others; ops are then registered in path order,
   // so the first plugin in path order wins a conflict whatever its isolation.
   std::vector<PluginReport> LoadBatch(const std::vector<plugin::Candidate>& found) {
+    LoadPrototypeLibraries();
+    // Op libraries first, so that their prototypes are there for the Python
+    // plugins and their custom ops are registered before any Python op
+    // (share/docs/op-packages.md); reports keep path order within each kind.
+    std::vector<plugin::Candidate> libraries;
+    for (const auto& c : found) {
+      if (c.is_op_library && loaded_paths.insert(c.path).second) libraries.push_back(c);
+    }
+    std::vector<PluginReport> out = LoadLibraries(libraries);
     std::vector<Loading> batch;
     for (const auto& c : found) {
+      if (c.is_op_library) continue;
       if (!loaded_paths.insert(c.path).second) continue;  // loading again is idempotent
       batch.push_back(Admit(c));
     }
@@ -516,7 +572,6 @@ struct PluginHost::Impl {
         if (l.go_on && (l.sub == (pass == 1))) Import(l);
       }
     }
-    std::vector<PluginReport> out;
     for (auto& l : batch) {
       if (l.go_on) {
         Commit(l);
@@ -526,6 +581,226 @@ struct PluginHost::Impl {
       out.push_back(l.report);
     }
     return out;
+  }
+
+  // ---- op libraries (share/docs/op-packages.md) ----
+
+  // One op library on its way in.
+  struct LibraryLoading {
+    plugin::Candidate lib;
+    PluginReport report;
+    LibraryRegistrations regs;
+    bool go_on = true;
+  };
+
+  void StopLibrary(LibraryLoading& l, plugin::PluginStatus status, const char* kind, std::string message) {
+    l.report.status = status;
+    l.report.error.kind = kind;
+    l.report.error.message = std::move(message);
+    l.go_on = false;
+  }
+
+  // Safety and skip verdicts, then dlopen (one at a time, process-wide) and
+  // what the library registered; a prototype the library could not describe
+  // (its `error`) fails the whole library.
+  void OpenLibrary(LibraryLoading& l) {
+    const plugin::Candidate& c = l.lib;
+    if (!c.insecure.empty() && !opts.allow_insecure) {
+      return StopLibrary(l, plugin::PluginStatus::kInsecure, "insecure", plugin::InsecureMessage(c.insecure));
+    }
+    if (opts.skip_plugin) {
+      if (std::string why = opts.skip_plugin(c); !why.empty()) {
+        return StopLibrary(l, plugin::PluginStatus::kSkipped, "skipped", c.path + ": " + why);
+      }
+    }
+    const std::string crumb_text = "loading op library " + TerminalSafe(c.path);
+    CrashBreadcrumb crumb(crumb_text.c_str(), CrashBreadcrumb::Phase::kLoading);
+    plugin::OpLibraryLoad load = plugin::LoadOpLibrary(c.real_path);
+    if (!load.error.empty()) {
+      // dlopen names what it opened (the link's target): say which entry it was.
+      std::string msg = load.error;
+      if (c.real_path != c.path) msg += " (op library " + c.path + ")";
+      return StopLibrary(l, plugin::PluginStatus::kError, "load", std::move(msg));
+    }
+    l.regs = std::move(load.registrations);
+    for (const auto& p : l.regs.prototypes) {
+      if (!p.error.empty() || !p.schema) {
+        return StopLibrary(l, plugin::PluginStatus::kError, "prototype",
+                           c.path + ": the prototype of op_type '" + p.op_type + "' cannot be used: " +
+                               (p.error.empty() ? std::string("no schema") : p.error));
+      }
+      l.report.prototypes.push_back(p.op_type);
+    }
+  }
+
+  // The prototypes of the libraries still going on, first in path order wins.
+  // Recomputed after a library fails: it registers nothing, its prototypes included.
+  void CollectPrototypes(std::vector<LibraryLoading>& batch) {
+    for (auto it = cpp_protos.begin(); it != cpp_protos.end();) {
+      bool ours = false;
+      for (const auto& l : batch) ours = ours || l.lib.path == it->second.library;
+      it = ours ? cpp_protos.erase(it) : std::next(it);
+    }
+    for (auto& l : batch) {
+      if (!l.go_on) continue;
+      for (const auto& p : l.regs.prototypes) {
+        auto [it, fresh] = cpp_protos.emplace(p.op_type, CppPrototype{p.schema, l.lib.path});
+        if (!fresh && it->second.given) {
+          it->second = CppPrototype{p.schema, l.lib.path};
+        } else if (!fresh && it->second.library != l.lib.path) {
+          std::string w = "the prototype of op_type '" + p.op_type + "' from " + l.lib.path +
+                          " is not used: op library " + it->second.library + " registered it first";
+          if (std::find(l.report.warnings.begin(), l.report.warnings.end(), w) == l.report.warnings.end()) {
+            l.report.warnings.push_back(std::move(w));
+          }
+        }
+      }
+    }
+    for (auto& l : batch) {
+      if (!l.go_on) continue;
+      for (const auto& f : l.regs.infer_funcs) {
+        auto it = cpp_protos.find(f.op_type);
+        if (it == cpp_protos.end()) continue;  // reported with the custom ops below when it matters
+        if (f.infer_shape && !it->second.infer_shape) it->second.infer_shape = f.infer_shape;
+        if (f.infer_datatype && !it->second.infer_datatype) it->second.infer_datatype = f.infer_datatype;
+      }
+    }
+  }
+
+  // A C++ custom op's capabilities: the interfaces its class implements
+  // (ge::CustomOpCast), read from one instance made for the purpose.
+  static uint32_t CustomOpCapabilities(BaseCustomOp* op) {
+    uint32_t mask = 0;
+    if (CustomOpCast<EagerExecuteOp>(op)) mask |= static_cast<uint32_t>(CustomOpCapability::kEagerExecute);
+    if (CustomOpCast<CompilableOp>(op)) mask |= static_cast<uint32_t>(CustomOpCapability::kCompilable);
+    if (CustomOpCast<AnnotatedArgsOp>(op)) mask |= static_cast<uint32_t>(CustomOpCapability::kAnnotatedArgs);
+    if (CustomOpCast<InferMetaOp>(op)) mask |= static_cast<uint32_t>(CustomOpCapability::kInferMeta);
+    return mask;
+  }
+
+  // Registers a library's custom ops, all or nothing: each needs a prototype
+  // of its op_type from some loaded library, an instance its creator makes,
+  // and an op_type nobody registered before (else the library is a conflict).
+  void CommitLibrary(LibraryLoading& l) {
+    PluginReport& r = l.report;
+    std::vector<std::string> done;
+    auto undo = [&]() {
+      for (const auto& op : done) registry.Unregister(op);
+      r.ops.clear();
+    };
+    for (const auto& op : l.regs.custom_ops) {
+      auto proto = cpp_protos.find(op.op_type);
+      std::unique_ptr<BaseCustomOp> probe;
+      std::string why;
+      try {
+        probe = op.creator ? op.creator() : nullptr;
+        if (!probe) why = "its creator returned no object";
+      } catch (const std::exception& e) {
+        why = std::string("its creator threw: ") + e.what();
+      } catch (...) {
+        why = "its creator threw a non-standard exception";
+      }
+      if (!why.empty()) {
+        undo();
+        return StopLibrary(l, plugin::PluginStatus::kError, "load",
+                           l.lib.path + ": C++ custom op '" + op.op_type + "': " + why);
+      }
+      OpRegistration reg;
+      reg.op_type = op.op_type;
+      reg.schema = proto->second.schema;
+      reg.capabilities = CustomOpCapabilities(probe.get());
+      reg.source = l.lib.path;
+      // TODO(merge wt-api): reg.infer_shape = proto->second.infer_shape;
+      //                     reg.infer_datatype = proto->second.infer_datatype;
+      auto creator = op.creator;
+      reg.creator = [creator]() -> std::shared_ptr<BaseCustomOp> { return std::shared_ptr<BaseCustomOp>(creator()); };
+      plugin::OpRecord rec;
+      rec.op_type = op.op_type;
+      rec.capabilities = CapabilityNames(reg.capabilities);
+      if (proto->second.library != l.lib.path) rec.prototype_library = proto->second.library;
+      if (auto existing = registry.Find(op.op_type)) {
+        undo();
+        r.conflicts_with = existing->source;
+        return StopLibrary(l, plugin::PluginStatus::kConflict, "conflict",
+                           "op_type '" + op.op_type + "' from " + l.lib.path + " conflicts with the one from " +
+                               existing->source + " (op libraries load first, then Python plugins; first wins)");
+      }
+      if (Status st = registry.Register(std::move(reg)); !st.ok()) {
+        undo();
+        return StopLibrary(l, plugin::PluginStatus::kConflict, "conflict", st.message());
+      }
+      done.push_back(op.op_type);
+      r.ops.push_back(std::move(rec));
+    }
+    r.status = plugin::PluginStatus::kOk;
+    sources.push_back(l.lib.path);
+    log->info("op library {} loaded: {} prototype(s), {} C++ op(s)", TerminalSafe(r.path), r.prototypes.size(),
+              r.ops.size());
+  }
+
+  // Loads op libraries in path order: all are opened before any custom op is
+  // registered, so a custom op may use a prototype of a later library.
+  std::vector<PluginReport> LoadLibraries(const std::vector<plugin::Candidate>& libs) {
+    std::vector<LibraryLoading> batch;
+    for (const auto& c : libs) {
+      LibraryLoading l;
+      l.lib = c;
+      l.report.name = c.name;
+      l.report.path = c.path;
+      l.report.op_library = true;
+      OpenLibrary(l);
+      batch.push_back(std::move(l));
+    }
+    // A custom op whose op_type no library prototypes fails its library; that
+    // library's prototypes go too, which may fail another: repeat until stable.
+    for (bool again = true; again;) {
+      again = false;
+      CollectPrototypes(batch);
+      for (auto& l : batch) {
+        if (!l.go_on) continue;
+        for (const auto& op : l.regs.custom_ops) {
+          if (cpp_protos.count(op.op_type)) continue;
+          StopLibrary(l, plugin::PluginStatus::kError, "prototype",
+                      l.lib.path + ": C++ custom op '" + op.op_type +
+                          "' has no prototype: no op library on the opp path registers REG_OP(" + op.op_type + ")");
+          again = true;
+          break;
+        }
+      }
+    }
+    std::vector<PluginReport> out;
+    for (auto& l : batch) {
+      if (l.go_on) CommitLibrary(l);
+      if (!l.go_on) log->info("op library {} not loaded: {}", TerminalSafe(l.report.path), l.report.error.message);
+      for (const auto& w : l.report.warnings) log->warn("{}", TerminalSafe(w));
+      out.push_back(l.report);
+    }
+    if (std::any_of(batch.begin(), batch.end(), [](const LibraryLoading& l) { return !l.go_on; })) {
+      CollectPrototypes(batch);  // a library that failed while committing registers no prototype either
+    }
+    return out;
+  }
+
+  // HostOptions::prototype_libraries: their prototypes only, once per load.
+  void LoadPrototypeLibraries() {
+    if (prototype_libraries_loaded) return;
+    prototype_libraries_loaded = true;
+    for (const auto& path : opts.prototype_libraries) {
+      plugin::OpLibraryLoad load = plugin::LoadOpLibrary(path);
+      if (!load.error.empty()) {
+        log->warn("{}", TerminalSafe(load.error));
+        continue;
+      }
+      for (const auto& p : load.registrations.prototypes) {
+        if (p.schema && p.error.empty()) cpp_protos.emplace(p.op_type, CppPrototype{p.schema, path, nullptr, nullptr, true});
+      }
+      for (const auto& f : load.registrations.infer_funcs) {
+        auto it = cpp_protos.find(f.op_type);
+        if (it == cpp_protos.end()) continue;
+        if (f.infer_shape && !it->second.infer_shape) it->second.infer_shape = f.infer_shape;
+        if (f.infer_datatype && !it->second.infer_datatype) it->second.infer_datatype = f.infer_datatype;
+      }
+    }
   }
 
   void Report(const plugin::Discovery& d) {
@@ -543,6 +818,8 @@ struct PluginHost::Impl {
     adapters.clear();  // each adapter releases its Python objects in its interpreter; the last ends it
     for (const auto& [name, keys] : main_loaded) ForgetMain(name, keys);
     main_loaded.clear();
+    cpp_protos.clear();
+    prototype_libraries_loaded = false;
   }
 };
 

@@ -129,6 +129,42 @@ std::shared_ptr<OpSchema> SchemaFromDict(bp::object d) {
   return s;
 }
 
+bp::dict SchemaToDict(const OpSchema& s) {
+  bp::dict d;
+  d["op_type"] = s.op_type;
+  bp::list inputs, outputs, attrs, mutates;
+  for (const auto& i : s.inputs) {
+    bp::dict e;
+    e["name"] = i.name;
+    e["kind"] = std::string(IrInputKindName(i.kind));
+    inputs.append(e);
+  }
+  for (const auto& o : s.outputs) {
+    bp::dict e;
+    e["name"] = o.name;
+    e["kind"] = std::string(IrOutputKindName(o.kind));
+    outputs.append(e);
+  }
+  for (const auto& a : s.attrs) {
+    bp::dict e;
+    e["name"] = a.name;
+    e["type"] = std::string(AttrTypeName(a.type));
+    e["required"] = !a.default_value;
+    // A tensor attribute has no default a plugin could see (the prototype
+    // rules of share/docs/plugin-authors.md); it is listed as None.
+    e["default"] = a.default_value && a.type != AttrType::VT_TENSOR ? AttrToPython(*a.default_value, nullptr) : bp::object();
+    attrs.append(e);
+  }
+  for (const auto& [in, out] : s.aliases) {
+    if (in < s.inputs.size()) mutates.append(bp::make_tuple(s.inputs[in].name, out));
+  }
+  d["inputs"] = inputs;
+  d["outputs"] = outputs;
+  d["attrs"] = attrs;
+  d["mutates"] = mutates;
+  return d;
+}
+
 bp::object AttrToPython(const AttrValue& value, const LeasePtr& lease) {
   switch (TypeOf(value)) {
     case AttrType::VT_INT: return bp::object(std::get<int64_t>(value));

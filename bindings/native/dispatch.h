@@ -32,6 +32,11 @@ namespace bp = boost::python;
 // Builds the canonical IR from the dict of OpProto.to_dict() (ge.custom_op).
 // Throws std::invalid_argument naming the bad field.
 std::shared_ptr<OpSchema> SchemaFromDict(bp::object proto_dict);
+// The reverse, for a C++ prototype (an op library's REG_OP) handed to a
+// plugin's interpreter: the same keys (op_type, inputs, outputs, attrs with
+// their defaults, mutates as [input name, output index]); a new dict owned by
+// the caller, in the current interpreter.
+bp::dict SchemaToDict(const OpSchema& schema);
 
 // Python value of an attribute; a VT_TENSOR value becomes a read-only Tensor
 // view on `lease`.

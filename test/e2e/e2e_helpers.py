@@ -40,3 +40,28 @@ def plugin_checks(path, name):
         if isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == name for t in stmt.targets):
             return ast.literal_eval(stmt.value)
     raise KeyError(f"{name} not found in {path}")
+
+
+def oplib_dir():
+    """Where the build puts the test op libraries (test/oplib/README.md): <build>/test-oplib."""
+    import os
+    from pathlib import Path
+    return Path(os.environ["GE_RUN"]).resolve().parent.parent / "test-oplib"
+
+
+def make_opp_root(root, libs, layout="op_graph"):
+    """An opp root holding copies of the named test op libraries in
+    ``<root>/<layout>/lib/linux/<arch>/`` (the layout the discovery looks for)."""
+    import os
+    import platform
+    import shutil
+    from pathlib import Path
+    folder = Path(root) / layout / "lib" / "linux" / platform.machine()
+    folder.mkdir(parents=True, exist_ok=True)
+    for lib in libs:
+        shutil.copy(oplib_dir() / lib, folder / lib)
+    for d, _, files in os.walk(root):
+        os.chmod(d, 0o755)
+        for f in files:
+            os.chmod(os.path.join(d, f), 0o755)
+    return folder

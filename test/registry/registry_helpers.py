@@ -81,3 +81,19 @@ def run_ls(*args, env=None, timeout=60):
 
 def statuses(plugins):
     return {p["name"]: p["status"] for p in plugins}
+
+
+def make_opp_root(root, libs, layout="op_graph"):
+    """An opp root holding copies of the named test op libraries (built into
+    <build>/test-oplib, test/oplib/README.md) in ``<root>/<layout>/lib/linux/<arch>/``."""
+    import platform
+    import shutil
+    folder = os.path.join(str(root), layout, "lib", "linux", platform.machine())
+    os.makedirs(folder, exist_ok=True)
+    for lib in libs:
+        shutil.copy(os.path.join(BIN, "..", "test-oplib", lib), os.path.join(folder, lib))
+    for d, _, files in os.walk(str(root)):
+        os.chmod(d, 0o755)
+        for f in files:
+            os.chmod(os.path.join(d, f), 0o755)
+    return folder

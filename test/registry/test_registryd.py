@@ -168,7 +168,7 @@ def test_damaged_cache_is_rebuilt(opp, daemon_factory, damage):
     d = daemon_factory(opp).start()
     assert d.stop() == 0
     data = open(d.cache, "rb").read()
-    assert json.loads(data)["version"] == 2
+    assert json.loads(data)["version"] == 3
     if damage == "truncate":
         open(d.cache, "wb").write(data[: len(data) // 2])
     elif damage == "garbage":
@@ -182,7 +182,7 @@ def test_damaged_cache_is_rebuilt(opp, daemon_factory, damage):
     assert statuses(c.request({"cmd": "list"})["plugins"]) == {"p": "ok"}
     c.close()
     assert "rebuilding" in d.read_log()
-    assert json.loads(open(d.cache, "rb").read())["version"] == 2
+    assert json.loads(open(d.cache, "rb").read())["version"] == 3
     assert not [f for f in os.listdir(os.path.dirname(d.cache)) if ".tmp" in f]
 
 

@@ -133,7 +133,7 @@ def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit):
     index = cache + ".list"
     lines = open(index).read().splitlines()
     i = next(k for k, line in enumerate(lines) if line.startswith("P\t"))
-    # P, path, mtime_ns, ctime_ns, size, files, inodes, summary (index version 3)
+    # P, path, mtime_ns, ctime_ns, size, files, inodes, summary (index version 4)
     fields = lines[i].split("\t", 7)
     summary = json.loads(fields[7])
     if edit == "summary not json":
@@ -167,7 +167,8 @@ def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit):
     out = json.loads(p.stdout)  # valid JSON whatever the edit
     assert statuses(out["plugins"]) == {"p1": "ok", "p2": "ok"}
     assert [op["op_type"] for pl in out["plugins"] for op in pl["ops"]] == ["UtP1", "UtP2"]
-    assert all(set(pl) == {"name", "path", "version", "isolation", "status", "error", "ops"} for pl in out["plugins"])
+    assert all(set(pl) == {"name", "path", "kind", "prototypes", "version", "isolation", "status", "error", "ops"}
+               for pl in out["plugins"])
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo"])

@@ -8,8 +8,9 @@ in the interpreter of the plugin concerned, with the interpreter lock held:
   a standard or installed module (main interpreter);
 * ``import_plugin(name, path, is_package, subinterpreter)`` -> dict with the
   module's ``version``/``description`` and the registry ``before`` snapshot;
-* ``collect(name, before, subinterpreter)`` -> list of one dict per
-  implementation (what the C++ op adapter binds);
+* ``collect(name, before, subinterpreter, library_irs)`` -> dict with the
+  list of one dict per implementation (what the C++ op adapter binds) and the
+  op_types of the plugin's own prototypes;
 * ``abandon(name, before, subinterpreter)`` -> None: undo a loaded plugin that
   the host does not register (an op_type conflict);
 * ``adapter_objects()`` -> the context variables and helpers the adapters call;
@@ -78,42 +79,80 @@ def abandon(name, before, subinterpreter):
         _loader.forget_plugin(name)
 
 
-def collect(name, before, subinterpreter):
+def _library_proto(ir):
+    """The host's canonical IR record (``OpProto``) of a C++ prototype given as
+    a dict (the host's SchemaToDict: op_type, inputs, outputs, attrs, mutates).
+    It has no Python infer_meta (``func`` is None)."""
+    inputs = tuple(_proto.IrInput(i["name"], i["kind"]) for i in ir["inputs"])
+    outputs = tuple(_proto.IrOutput(o["name"], o["kind"]) for o in ir["outputs"])
+    attrs = tuple(_proto.IrAttr(a["name"], a["type"], a["required"], a["default"]) for a in ir["attrs"])
+    if not outputs:
+        form = "none"
+    elif len(outputs) == 1:
+        form = "single" if outputs[0].kind == "required" else "list"
+    else:
+        form = "tuple"
+    return _proto.OpProto(ir["op_type"], None, "<op library>", ir["op_type"], inputs, outputs, attrs,
+                          tuple((name, index) for name, index in ir["mutates"]), form)
+
+
+def collect(name, before, subinterpreter, library_irs=None):
     """Validate what the plugin registered and describe each implementation.
 
-    Returns a list, sorted by op_type, of ``{"op_type", "descriptor_key",
-    "cls", "ir" (the canonical IR as a dict), "proto" (the OpProto object),
+    ``library_irs``: optional dict op_type -> IR dict of the C++ prototypes the
+    host loaded from op libraries; an implementation without a Python
+    prototype of its op_type binds to the one there, with the same signature
+    validation (share/docs/op-packages.md).
+
+    Returns ``{"impls": [...], "protos": [op_type, ...]}``: the implementations,
+    sorted by op_type, as ``{"op_type", "descriptor_key", "cls", "ir" (the
+    canonical IR as a dict), "proto" (the OpProto object, None when bound to a
+    C++ prototype), "library" (True when bound to a C++ prototype),
     "interfaces" (names among eager_execute, compilable, annotated_args),
-    "revalidate" (callable checking compile again before each call)}``.
+    "revalidate" (callable checking compile again before each call)}``; and
+    the op_types of the prototypes this plugin registered itself.
     Raises the validation error (TypeError, RuntimeError, ValueError) after
-    undoing the plugin's registrations; RuntimeError "op_type 'X' (key):
-    canonical IR not found" when an implementation's prototype was not
-    registered by this plugin."""
+    undoing the plugin's registrations; RuntimeError "canonical IR not found
+    ..." (``__ge_kind__`` "prototype") when an implementation has a prototype
+    neither in this plugin nor in an op library."""
     try:
-        collected = _host.collect(before)
+        library = {op_type: _library_proto(ir) for op_type, ir in (library_irs or {}).items()}
+        try:
+            collected = _host.collect(before, library)
+        except RuntimeError as exc:
+            if str(exc).startswith("canonical IR not found"):
+                exc.__ge_kind__ = "prototype"
+            raise
         irs = {ir["op_type"]: ir for ir in collected["protos"]}
         out = []
         for impl in collected["impls"]:
             op_type = impl["op_type"]
             key = impl["descriptor_key"]
-            if op_type not in irs:
-                raise RuntimeError(f"op_type '{op_type}' ({key}): canonical IR not found")
-            proto = _proto_api.get_registered_op_proto_by_op_type(op_type)
             descriptor = impl["cls"].__ge_op_impl_descriptor__
+            if op_type in irs:
+                ir, proto, bound = irs[op_type], _proto_api.get_registered_op_proto_by_op_type(op_type), False
+            elif op_type in library:
+                ir, proto, bound = library_irs[op_type], None, True
+            else:
+                exc = RuntimeError(f"op_type '{op_type}' ({key}): canonical IR not found")
+                exc.__ge_kind__ = "prototype"
+                raise exc
             out.append({
                 "op_type": op_type,
                 "descriptor_key": key,
                 "cls": impl["cls"],
-                "ir": irs[op_type],
+                "ir": ir,
                 "proto": proto,
+                "library": bound,
                 "interfaces": [i for i in impl["interfaces"] if i in _INTERFACE_NAMES],
                 # compile is validated again before every call (share/docs/plugin-authors.md, "The implementation").
-                "revalidate": functools.partial(validate_impl, descriptor, "compile", proto),
+                "revalidate": functools.partial(validate_impl, descriptor, "compile",
+                                                library[op_type] if bound else proto),
             })
     except BaseException:
         abandon(name, before, subinterpreter)
         raise
-    return out
+    return {"impls": out, "protos": sorted(irs)}
 
 
 def adapter_objects():

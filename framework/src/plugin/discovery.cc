@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,6 +81,11 @@ std::string LinkTarget(const fs::path& p) {
 bool IsPackageDir(const fs::path& p) {
   boost::system::error_code ec;
   return fs::is_directory(p, ec) && fs::is_regular_file(p / "__init__.py", ec);
+}
+
+bool IsLibraryName(const fs::path& p) {
+  const std::string name = p.filename().string();
+  return name.size() > 6 && name.compare(0, 3, "lib") == 0 && p.extension() == ".so";
 }
 
 // The `_name.py` files and `_name/` packages of a folder (helper modules of
@@ -252,7 +258,9 @@ class Builder {
 
   // `entry_reason`: the safety verdict on c.path when the caller has its
   // lstat already (null: taken here).
-  void Accept(Candidate c, const std::string* entry_reason = nullptr) {
+  // `folder_reason`: the verdict on the folders between c.root and the
+  // entry (an op library's lib/linux/<arch> chain), "" when none.
+  void Accept(Candidate c, const std::string* entry_reason = nullptr, const std::string& folder_reason = {}) {
     // The same file reached twice is one plugin: silently when it is the same
     // entry (a folder listed twice), reported when another entry (a link to a
     // sibling) names it.
@@ -269,13 +277,13 @@ class Builder {
       }
       return;
     }
-    if (!IsIdentifier(c.name)) {
+    if (!c.is_op_library && !IsIdentifier(c.name)) {
       Problem(c.name, c.path, PluginStatus::kError,
               "plugin name '" + c.name + "' (" + c.path +
                   ") is not a valid Python module name (letters, digits and '_', not starting with a digit)");
       return;
     }
-    auto [it, fresh] = owners_.emplace(c.name, c.path);
+    auto [it, fresh] = c.is_op_library ? std::make_pair(owners_.end(), true) : owners_.emplace(c.name, c.path);
     if (!fresh) {
       PluginRecord r = ProblemRecord(c.name, c.path, PluginStatus::kConflict, "conflict",
                                      "plugin name '" + c.name + "' of " + c.path + " is already used by " + it->second +
@@ -287,7 +295,7 @@ class Builder {
     if (opts_.check_safety) {
       auto root = root_reasons_.find(c.root);
       if (root == root_reasons_.end()) root = root_reasons_.emplace(c.root, CheckOne(c.root, opts_.uid)).first;
-      c.insecure = InsecureReason(c, opts_.uid, root->second, entry_reason);
+      c.insecure = InsecureReason(c, opts_.uid, root->second.empty() ? folder_reason : root->second, entry_reason);
     }
     out_.plugins.push_back(std::move(c));
   }
@@ -342,6 +350,61 @@ class Builder {
     Accept(std::move(c), &entry_reason);
   }
 
+  // A `lib*.so` in an op library folder of the opp root `root`; `chain`: the
+  // safety verdict on the folders from the root down to it.
+  void Library(const fs::path& p, const std::string& root, const std::string& chain) {
+    if (!IsLibraryName(p)) return;
+    struct stat lst {};
+    if (::lstat(p.c_str(), &lst) != 0) return;
+    const bool link = S_ISLNK(lst.st_mode);
+    boost::system::error_code ec;
+    const fs::file_status st = fs::status(p, ec);
+    const std::string name = p.filename().string();
+    if (link && !fs::exists(st)) {
+      if (ec.value() == ELOOP) {
+        Problem(name, p.string(), PluginStatus::kError, p.string() + " is a symbolic link loop");
+      } else {
+        Problem(name, p.string(), PluginStatus::kMissing,
+                p.string() + " is a symbolic link to " + LinkTarget(p) + ", which does not exist");
+      }
+      return;
+    }
+    if (!fs::is_regular_file(st)) {
+      Problem(name, p.string(), PluginStatus::kError,
+              p.string() + " is not a regular file (a folder, FIFO, socket or device): not loaded as an op library");
+      return;
+    }
+    Candidate c;
+    c.name = name;
+    c.path = p.string();
+    c.root = root;
+    c.is_op_library = true;
+    c.real_path = link ? Canonical(p) : p.string();
+    c.escapes = link && !IsUnder(c.real_path, root);
+    const std::string entry_reason = opts_.check_safety ? ModeReason(c.path, lst, opts_.uid) : std::string();
+    Accept(std::move(c), &entry_reason, chain);
+  }
+
+  // The op libraries of an opp root (nothing when `root` is none).
+  void OppRoot(const std::string& root) {
+    for (const std::string& folder : OppLibraryFolders(root)) {
+      // Whoever can write a folder between the opp root and the library can
+      // replace what is loaded: each is checked like the opp folder itself.
+      std::string chain;
+      if (opts_.check_safety) {
+        fs::path at(root);
+        for (const auto& part : fs::path(folder.substr(root.size() + 1))) {
+          at /= part;
+          if (chain.empty()) chain = CheckOne(at.string(), opts_.uid);
+        }
+      }
+      boost::system::error_code ec;
+      for (const auto& lib : ListSorted(folder, ec)) Library(lib, root, chain);
+      if (ec) Problem(fs::path(folder).filename().string(), folder, PluginStatus::kError,
+                      "cannot list op library folder " + folder + ": " + ec.message());
+    }
+  }
+
   void Folder(const fs::path& dir, const std::string& shown) {
     const std::string root = Canonical(dir);
     boost::system::error_code ec;
@@ -351,6 +414,7 @@ class Builder {
               "cannot list opp folder " + shown + ": " + ec.message());
       return;
     }
+    OppRoot(root);
     const auto helpers = HelpersOf(children);
     for (const auto& c : children) Child(c, root, helpers);
   }
@@ -358,17 +422,18 @@ class Builder {
   // A `.py` file or a package folder named directly: its folder is made
   // canonical, its own name kept. That folder is its opp folder, so a link
   // leaving it is refused as it is when the folder is listed.
-  void Named(const fs::path& abs, bool is_package) {
+  void Named(const fs::path& abs, bool is_package, bool is_library = false) {
     const fs::path folder(Canonical(abs.parent_path()));
     const fs::path p = folder / abs.filename();
     Candidate c;
-    c.name = is_package ? p.filename().string() : p.stem().string();
+    c.is_op_library = is_library;
+    c.name = is_package || is_library ? p.filename().string() : p.stem().string();
     c.path = p.string();
     c.real_path = Canonical(p);
     c.root = folder.string();
     c.escapes = c.real_path != c.path && !IsUnder(c.real_path, c.root);
     c.is_package = is_package;
-    if (!is_package) c.helpers = CachedHelpersOf(folder);
+    if (!is_package && !is_library) c.helpers = CachedHelpersOf(folder);
     Accept(std::move(c));
   }
 
@@ -422,6 +487,27 @@ std::string InsecureMessage(const std::string& reason) {
 
 bool IsPackageFolder(const std::string& path) { return IsPackageDir(fs::path(path)); }
 
+std::string OppLibraryArch() {
+#if defined(__x86_64__)
+  return "x86_64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  struct utsname u {};
+  return ::uname(&u) == 0 ? std::string(u.machine) : std::string("unknown");
+#endif
+}
+
+std::vector<std::string> OppLibraryFolders(const std::string& root) {
+  std::vector<std::string> out;
+  for (const char* layout : {"op_graph", "op_proto"}) {
+    const fs::path folder = fs::path(root) / layout / "lib" / "linux" / OppLibraryArch();
+    boost::system::error_code ec;
+    if (fs::is_directory(folder, ec)) out.push_back(folder.string());
+  }
+  return out;
+}
+
 Discovery Discover(const std::vector<std::string>& entries, const DiscoverOptions& options, const std::string& base_dir) {
   Builder b(options);
   for (const auto& entry : entries) {
@@ -431,11 +517,13 @@ Discovery Discover(const std::vector<std::string>& entries, const DiscoverOption
     const fs::file_status st = fs::status(abs, ec);
     if (fs::is_regular_file(st) && abs.extension() == ".py") {
       b.Named(abs, /*is_package=*/false);
+    } else if (fs::is_regular_file(st) && abs.extension() == ".so") {
+      b.Named(abs, /*is_package=*/false, /*is_library=*/true);
     } else if (fs::is_directory(st)) {
       b.Folder(abs, abs.string());
     } else {
       b.Problem(abs.filename().string(), abs.string(), PluginStatus::kError,
-                "opp path entry " + abs.string() + " is neither a .py file nor a folder");
+                "opp path entry " + abs.string() + " is neither a .py file, an op library (.so) nor a folder");
     }
   }
   return b.Take();
@@ -449,11 +537,13 @@ Discovery DiscoverOne(const std::string& path, const DiscoverOptions& options, c
     const fs::file_status st = fs::status(abs, ec);
     if (fs::is_regular_file(st) && abs.extension() == ".py") {
       b.Named(abs, /*is_package=*/false);
+    } else if (fs::is_regular_file(st) && abs.extension() == ".so") {
+      b.Named(abs, /*is_package=*/false, /*is_library=*/true);
     } else if (IsPackageDir(abs)) {
       b.Named(abs, /*is_package=*/true);
     } else {
       b.Problem(abs.filename().string(), abs.string(), PluginStatus::kError,
-                abs.string() + " is not one plugin (a .py file or a package folder with __init__.py)");
+                abs.string() + " is not one plugin (a .py file, a package folder with __init__.py, or an op library .so)");
     }
   }
   return b.Take();

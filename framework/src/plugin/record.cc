@@ -9,6 +9,7 @@
 #include <ostream>
 #include <cstdint>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "ge/text.h"
@@ -149,10 +150,15 @@ json ToJson(const PluginRecord& r, bool with_detail) {
   for (const auto& op : r.ops) {
     json o = {{"op_type", Utf8Text(op.op_type)}, {"capabilities", op.capabilities}};
     if (with_detail && !op.prototype.is_null()) o["prototype"] = op.prototype;
+    if (!op.prototype_library.empty()) o["prototype_library"] = PathText(op.prototype_library);
     ops.push_back(std::move(o));
   }
+  json protos = json::array();
+  for (const auto& p : r.prototypes) protos.push_back(Utf8Text(p));
   json j = {{"name", Utf8Text(r.name)},
             {"path", PathText(r.path)},
+            {"kind", r.op_library ? "op_library" : "python"},
+            {"prototypes", std::move(protos)},
             {"version", Utf8Text(r.version)},
             {"isolation", r.isolation},
             {"status", std::string(StatusName(r.status))},
@@ -167,6 +173,11 @@ json ToJson(const PluginRecord& r, bool with_detail) {
     j["error_line"] = r.error.line;
   }
   if (!r.error.traceback.empty()) j["details"] = Utf8Text(r.error.traceback);
+  if (!r.warnings.empty()) {
+    json w = json::array();
+    for (const auto& x : r.warnings) w.push_back(Utf8Text(x));
+    j["warnings"] = std::move(w);
+  }
   if (!r.conflicts_with.empty()) j["conflicts_with"] = PathText(r.conflicts_with);
   if (r.status == PluginStatus::kCrashed) {
     j["signal"] = r.signal;
@@ -208,6 +219,10 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
   in.String("signal_name", signal_name);
   in.Integer<int>("exit_code", r.exit_code, -1, 255);
   in.Number("timeout_s", r.timeout_s);
+  std::string kind = "python";
+  in.String("kind", kind);
+  const json* protos = in.Array("prototypes", false);
+  const json* warnings = in.Array("warnings", false);
   const json* ops = in.Array("ops", false);
   const json* stamp = in.Object("stamp", stamp_required);
   if (!in.ok()) return fail(in.problem());
@@ -231,6 +246,16 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
     if (m.size() >= at.size() && m.compare(m.size() - at.size(), at.size(), at) == 0) m.resize(m.size() - at.size());
   }
   if (r.path.empty()) return fail("field 'path' is empty");
+  if (kind != "python" && kind != "op_library") return fail("field 'kind' has an unknown value '" + Abbreviate(kind) + "'");
+  r.op_library = kind == "op_library";
+  for (const auto& [field, list, out] : {std::tuple("prototypes", protos, &r.prototypes),
+                                          std::tuple("warnings", warnings, &r.warnings)}) {
+    if (list == nullptr) continue;
+    for (const json& x : *list) {
+      if (!x.is_string()) return fail(std::string("field '") + field + "' must hold strings, got " + x.type_name());
+      out->push_back(x.get<std::string>());
+    }
+  }
   if (!kIsolations.count(r.isolation)) return fail("field 'isolation' has an unknown value '" + Abbreviate(r.isolation) + "'");
   const auto st = ParseStatus(status);
   if (!st) return fail("field 'status' has an unknown value '" + Abbreviate(status) + "'");
@@ -248,6 +273,7 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
       std::string validation;
       oin.String("validation", validation);
       const json* proto = oin.Object("prototype", false);
+      oin.String("prototype_library", op.prototype_library, false, true);
       if (!oin.ok()) return fail(oin.problem());
       for (const json& c : *caps) {
         if (!c.is_string()) return fail(where + "capabilities must be strings, got " + c.type_name());

@@ -1,5 +1,11 @@
-// ge/host/plugin_host.h: loads Python plugin packages from opp folders and
-// registers their ops, as peers of C++ ops, in an OpRegistry.
+// ge/host/plugin_host.h: loads Python plugin packages and C++ op libraries
+// from opp folders and registers their ops, as peers, in an OpRegistry.
+//
+// Op libraries (`lib*.so` of an opp root; share/docs/op-packages.md) load
+// first, one dlopen at a time (ge/plugin/op_library.h): their prototypes
+// (REG_OP) become the canonical IR of Python implementations that have no
+// Python prototype, and their custom ops (REG_AUTO_MAPPING_OP) are registered
+// with source = the library path. A library stays loaded for the process.
 //
 // Each plugin runs in its own sub-interpreter (isolation "subinterpreter", the
 // default) or in the shared main interpreter (isolation = "main" under
@@ -64,6 +70,12 @@ struct HostOptions {
   // another user, a link leaving its opp folder). Off: they are reported with
   // status "insecure" and the reason the registry gives too.
   bool allow_insecure = false;
+  // Op libraries (absolute paths) whose prototypes Python plugins may bind
+  // to, loaded once before the first plugin without a report and without
+  // registering their custom ops: how the registry's scanner checks an
+  // implementation-only plugin against the libraries of the opp path. A
+  // library that fails to load is a warning in the log.
+  std::vector<std::string> prototype_libraries;
 };
 
 // What happened to one plugin: the record the registry keeps too
@@ -81,12 +93,12 @@ class PluginHost {
   PluginHost& operator=(const PluginHost&) = delete;
 
   // Discovers (ge/plugin/discovery.h) and loads every plugin of the opp paths
-  // (main-interpreter plugins first, then the others, each group in path
-  // order). Returns all reports, including discovery problems. Calling it
+  // (op libraries first, then main-interpreter plugins, then the others, each
+  // group in path order). Returns all reports, including discovery problems. Calling it
   // again loads only new plugins.
   const std::vector<PluginReport>& LoadAll();
-  // Loads one plugin: a .py file or a package folder (ge::plugin::DiscoverOne);
-  // reports it.
+  // Loads one plugin: a .py file, a package folder or an op library `.so`
+  // (ge::plugin::DiscoverOne); reports it.
   PluginReport LoadPlugin(const std::string& path);
 
   const std::vector<PluginReport>& Reports() const noexcept;

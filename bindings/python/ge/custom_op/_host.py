@@ -118,11 +118,16 @@ def _add_definition_site(exc: BaseException, descriptor: Any, proto: Any) -> Non
         exc.args = (str(exc) + suffix,)
 
 
-def collect(before: Snapshot) -> Dict[str, Any]:
+def collect(before: Snapshot, library_protos: Any = None) -> Dict[str, Any]:
     """Validate and return everything registered since ``before`` (all or nothing).
 
     Args:
         before: a value returned by :func:`snapshot` before the plugin was imported.
+        library_protos: optional mapping op_type -> :class:`~ge.custom_op._proto.OpProto`
+            of the C++ prototypes (op libraries' REG_OP) the host knows; an
+            implementation whose op_type has no Python prototype in this
+            interpreter is validated against the one found here
+            (share/docs/op-packages.md). A Python prototype always wins.
 
     Returns:
         ``{"protos": [OpProto.to_dict() + {"func": function}, ...],
@@ -145,6 +150,8 @@ def collect(before: Snapshot) -> Dict[str, Any]:
         protos, impls = _new_since(before)
         for descriptor in impls:
             proto = _proto.get_registered_op_proto_by_op_type(descriptor.op_type)
+            if proto is None and library_protos:
+                proto = library_protos.get(descriptor.op_type)
             try:
                 validate_descriptor(descriptor, proto)
             except Exception as exc:

@@ -130,7 +130,7 @@ def validate_impl(descriptor: Any, method_name: str, proto: Any) -> None:
     if proto is None:
         raise RuntimeError(f"canonical IR not found for schema-bound {method_name}: {op_type} "
                            f"(descriptor key {key}): expected a prototype registered with "
-                           f"register_op(op_type='{op_type}'), actual none")
+                           f"register_op(op_type='{op_type}') or by an op library (REG_OP), actual none")
     proto = canonical_ir(proto)
     if proto.op_type != op_type:
         raise ValueError(f"op_type '{op_type}' (descriptor key {key}) method {method_name}: "

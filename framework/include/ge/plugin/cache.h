@@ -21,7 +21,7 @@ namespace ge::plugin {
 
 inline constexpr const char* kCacheFormat = "ge-plugin-registry-cache";
 // 2: stamps carry ctime_ns and inodes, records error_kind.
-inline constexpr int kCacheVersion = 2;
+inline constexpr int kCacheVersion = 3;
 // The most a cache (and its listing index) may be: 1000 plugins take about
 // 5 MiB. Larger files, and anything that is not a regular file, are refused
 // (and rebuilt) without being read.

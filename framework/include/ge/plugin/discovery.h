@@ -17,7 +17,13 @@
 //   like a plugin is "missing" with its target;
 // - the safety verdict ("insecure": writable by others, owned by another user,
 //   or resolving outside its opp folder) is part of the candidate; the engine
-//   refuses what the registry lists as insecure, with the same reason.
+//   refuses what the registry lists as insecure, with the same reason;
+// - an opp path entry that is an opp root (it holds op_graph/lib/linux/<arch>/
+//   or, the older layout, op_proto/lib/linux/<arch>/ for this machine's arch)
+//   contributes each `lib*.so` of those folders as an op library candidate
+//   (share/docs/op-packages.md), before the folder's own Python plugins; op
+//   libraries are exempt from the Python name rules (their name is the file
+//   name, and two opp roots may ship libraries of the same name).
 // No Python here. Paths are bytes (POSIX): nothing is decoded.
 #pragma once
 
@@ -48,6 +54,9 @@ struct Candidate {
   std::string real_path;  // the canonical file or folder it resolves to (identity)
   std::string root;       // canonical opp folder it was found in (a file entry: its folder)
   bool is_package = false;
+  // A C++ op library (`lib*.so` of an opp root, or a `.so` named directly):
+  // loaded with dlopen, never imported by Python. Its stamp covers that one file.
+  bool is_op_library = false;
   bool escapes = false;   // a symbolic link resolving outside `root`
   // Why it must not be loaded ("" when safe); filled by Discover unless
   // DiscoverOptions::check_safety is off. Text: "<path> is writable by others
@@ -78,9 +87,9 @@ std::vector<std::string> SplitOppPath(const std::string& value);
 Discovery Discover(const std::vector<std::string>& entries, const DiscoverOptions& options,
                    const std::string& base_dir = {});
 
-// One plugin named directly (LoadPlugin, ge-plugin-ls --check): a `.py` file
-// or a package folder (with `__init__.py`), its name being the entry's own
-// name. A folder without `__init__.py` is not one plugin: the result holds no
+// One plugin named directly (LoadPlugin, ge-plugin-ls --check): a `.py` file,
+// a package folder (with `__init__.py`) or an op library (a `.so` file), its
+// name being the entry's own name. A folder without `__init__.py` is not one plugin: the result holds no
 // plugin and one problem saying so (callers that accept opp folders test
 // IsPluginFolder first and use Discover).
 Discovery DiscoverOne(const std::string& path, const DiscoverOptions& options, const std::string& base_dir = {});
@@ -88,6 +97,14 @@ Discovery DiscoverOne(const std::string& path, const DiscoverOptions& options, c
 // True when `path` is a folder holding `__init__.py` (a package plugin rather
 // than an opp folder).
 bool IsPackageFolder(const std::string& path);
+
+// The architecture folder name of op libraries for this build: "x86_64" or
+// "aarch64" (upstream GE's spelling), else the compiler's machine name.
+std::string OppLibraryArch();
+// The op library folders of an opp root that exist, in load order:
+// <root>/op_graph/lib/linux/<arch>, then <root>/op_proto/lib/linux/<arch>.
+// Empty: `root` is no opp root. Reads the file system only; thread-safe.
+std::vector<std::string> OppLibraryFolders(const std::string& root);
 
 // The message of a plugin refused as insecure, the same in the engine's host
 // and in the registry: "refused: <reason> (allow with --allow-insecure)".

@@ -55,6 +55,11 @@ struct OpRecord {
   std::string op_type;
   std::vector<std::string> capabilities;  // "eager_execute", "compilable", "annotated_args", "infer_meta"
   nlohmann::json prototype;               // optional: {"inputs", "outputs", "attrs", "signature"} or null
+  // Path of the op library whose C++ prototype (REG_OP) this op is bound to:
+  // a Python implementation without a Python prototype, or a C++ custom op
+  // whose prototype another library registered. "" when the prototype comes
+  // from the plugin itself.
+  std::string prototype_library;
 };
 
 // What decides that a plugin is unchanged since a verdict was taken (registry
@@ -86,6 +91,15 @@ struct PluginRecord {
   PluginStatus status = PluginStatus::kError;
   PluginError error;
   std::vector<OpRecord> ops;  // status ok (and conflict: what it would register)
+  // An op library (a C++ `lib*.so` of an opp root; share/docs/op-packages.md)
+  // rather than a Python plugin. Its `ops` are its C++ custom ops.
+  bool op_library = false;
+  // Op libraries: the op_types whose prototype (REG_OP) it registers, in
+  // registration order (also when it has no custom op).
+  std::vector<std::string> prototypes;
+  // What loaded but deserves a look: "the Python prototype of X in P replaces
+  // the C++ prototype from L", a prototype registered twice.
+  std::vector<std::string> warnings;
   std::optional<Stamp> stamp;
   // Scan verdicts.
   std::string conflicts_with;  // path of the earlier plugin (status conflict)
@@ -103,8 +117,9 @@ PluginRecord ProblemRecord(std::string name, std::string path, PluginStatus stat
 
 // ---- JSON (the cache, the scanner protocol, the daemon, ge-plugin-ls --json) -------------
 // `with_detail`: prototypes and tracebacks too (the cache, `show`), else the
-// summary a listing prints: name, path, version, isolation, status, error, ops
-// with op_type and capabilities.
+// summary a listing prints: name, path, kind ("python" or "op_library"),
+// version, isolation, status, error, ops with op_type and capabilities (and
+// prototype_library when bound to one), prototypes (op_types, op libraries).
 nlohmann::json ToJson(const PluginRecord& r, bool with_detail = true);
 // The record a JSON object describes, or nullopt with `why` naming the field
 // that is missing, of the wrong type or out of range. `stamp_required`: a
