@@ -57,8 +57,15 @@ run: build
 	    --output-dir $(BUILD)/run-tiling-$$soc || exit 1; \
 	  $(PYTHON) share/examples/check_tiling.py $(BUILD)/run-tiling-$$soc || exit 1; \
 	done
+	@echo "== an upstream-style op package: C++ prototypes (REG_OP), a C++ custom op, an impl-only Python plugin"
+	rm -rf $(BUILD)/run-op-package
+	$(BUILD)/bin/ge-run share/examples/op_package.json \
+	  --opp-path $(BUILD)/opp/scaled_add_package:plugins/samples/scaled_add_package/python:plugins/samples \
+	  --output-dir $(BUILD)/run-op-package
+	$(PYTHON) share/examples/check_op_package.py $(BUILD)/run-op-package
 	@echo "== the plugins, as the registry sees them"
-	$(BUILD)/bin/ge-plugin-ls --no-daemon --opp-path plugins/samples --cache $(BUILD)/run-registry.json
+	$(BUILD)/bin/ge-plugin-ls --no-daemon --cache $(BUILD)/run-registry.json \
+	  --opp-path $(BUILD)/opp/scaled_add_package:plugins/samples/scaled_add_package/python:plugins/samples
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <tuple>
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -324,6 +325,8 @@ struct PluginHost::Impl {
     std::vector<std::shared_ptr<PythonOpAdapter>> made;
     std::vector<std::pair<std::string, std::string>> keys;  // (op_type, descriptor key)
     std::vector<std::string> bound;  // per adapter: the op library whose C++ prototype it binds to, or ""
+    // Per adapter: the IMPL_OP infer functions of that C++ prototype (null when none or not bound).
+    std::vector<std::pair<InferShapeKernelFunc, InferDataTypeKernelFunc>> bound_infer;
   };
 
   void Fail(Loading& l, const ErrorInfo& e, const char* kind, plugin::PluginStatus status = plugin::PluginStatus::kError) {
@@ -448,15 +451,16 @@ struct PluginHost::Impl {
         uint32_t mask = static_cast<uint32_t>(CustomOpCapability::kInferMeta);
         if (on_library) {
           // Bound to a C++ prototype: its schema as the library registered it;
-          // infer_meta is not Python's.
-          // TODO(merge wt-api): hand cpp_protos[op_type].infer_shape / infer_datatype
-          // to the registration (OpRegistration's infer function fields).
-          schema = cpp_protos.at(op_type).schema;
+          // infer_meta is not Python's but the prototype's IMPL_OP functions (if any).
+          const CppPrototype& cpp = cpp_protos.at(op_type);
+          schema = cpp.schema;
           mask = 0;
-          l.bound.push_back(cpp_protos.at(op_type).library);
+          l.bound.push_back(cpp.library);
+          l.bound_infer.emplace_back(cpp.infer_shape, cpp.infer_datatype);
         } else {
           schema = py::SchemaFromDict(impl["ir"]);
           l.bound.emplace_back();
+          l.bound_infer.emplace_back(nullptr, nullptr);
         }
         bp::list interfaces = bp::extract<bp::list>(impl["interfaces"]);
         for (Py_ssize_t k = 0; k < bp::len(interfaces); ++k) {
@@ -511,11 +515,13 @@ struct PluginHost::Impl {
   void Commit(Loading& l) {
     PluginReport& r = l.report;
     std::vector<std::string> done;
-    for (const auto& a : l.made) {
+    for (std::size_t i = 0; i < l.made.size(); ++i) {
+      const auto& a = l.made[i];
       OpRegistration reg;
       reg.op_type = a->GetSchema().op_type;
       reg.schema = std::shared_ptr<const OpSchema>(a, &a->GetSchema());
       reg.capabilities = a->GetCapabilities();
+      if (i < l.bound_infer.size()) std::tie(reg.infer_shape, reg.infer_datatype) = l.bound_infer[i];
       reg.source = l.plugin.path;
       reg.plugin = l.plugin.name;
       std::weak_ptr<PythonOpAdapter> weak = a;
@@ -535,7 +541,9 @@ struct PluginHost::Impl {
     for (std::size_t i = 0; i < l.made.size(); ++i) {
       plugin::OpRecord op;
       op.op_type = l.made[i]->GetSchema().op_type;
-      op.capabilities = CapabilityNames(l.made[i]->GetCapabilities());
+      uint32_t caps = l.made[i]->GetCapabilities();
+      if (i < l.bound_infer.size() && l.bound_infer[i].first != nullptr) caps = caps | CustomOpCapability::kInferMeta;
+      op.capabilities = CapabilityNames(caps);
       if (i < l.bound.size()) op.prototype_library = l.bound[i];
       r.ops.push_back(std::move(op));
     }
@@ -669,15 +677,6 @@ struct PluginHost::Impl {
 
   // A C++ custom op's capabilities: the interfaces its class implements
   // (ge::CustomOpCast), read from one instance made for the purpose.
-  static uint32_t CustomOpCapabilities(BaseCustomOp* op) {
-    uint32_t mask = 0;
-    if (CustomOpCast<EagerExecuteOp>(op)) mask |= static_cast<uint32_t>(CustomOpCapability::kEagerExecute);
-    if (CustomOpCast<CompilableOp>(op)) mask |= static_cast<uint32_t>(CustomOpCapability::kCompilable);
-    if (CustomOpCast<AnnotatedArgsOp>(op)) mask |= static_cast<uint32_t>(CustomOpCapability::kAnnotatedArgs);
-    if (CustomOpCast<InferMetaOp>(op)) mask |= static_cast<uint32_t>(CustomOpCapability::kInferMeta);
-    return mask;
-  }
-
   // Registers a library's custom ops, all or nothing: each needs a prototype
   // of its op_type from some loaded library, an instance its creator makes,
   // and an op_type nobody registered before (else the library is a conflict).
@@ -708,10 +707,12 @@ struct PluginHost::Impl {
       OpRegistration reg;
       reg.op_type = op.op_type;
       reg.schema = proto->second.schema;
-      reg.capabilities = CustomOpCapabilities(probe.get());
+      reg.capabilities = OpCapabilities(*probe);
       reg.source = l.lib.path;
-      // TODO(merge wt-api): reg.infer_shape = proto->second.infer_shape;
-      //                     reg.infer_datatype = proto->second.infer_datatype;
+      // The prototype's IMPL_OP functions serve an op that cannot infer itself.
+      reg.infer_shape = proto->second.infer_shape;
+      reg.infer_datatype = proto->second.infer_datatype;
+      if (reg.infer_shape != nullptr) reg.capabilities = reg.capabilities | CustomOpCapability::kInferMeta;
       auto creator = op.creator;
       reg.creator = [creator]() -> std::shared_ptr<BaseCustomOp> { return std::shared_ptr<BaseCustomOp>(creator()); };
       plugin::OpRecord rec;

@@ -1,53 +1,44 @@
-// test_ops.h: helpers of the test op libraries (test/oplib/README.md): a
-// prototype builder and an elementwise float32 C++ custom op.
+// test_ops.h: the C++ custom op shared by the test op libraries
+// (test/oplib/README.md), written as an upstream GE author writes one:
+// graph/custom_op.h interfaces, gert:: contexts, graphStatus codes.
 #pragma once
 
-#include <functional>
-#include <memory>
-#include <string>
-#include <utility>
+#include <cstddef>
 
-#include "ge/op/custom_op.h"
-#include "ge/op/library_registrations.h"
+#include "graph/custom_op.h"
+#include "graph/operator_reg.h"
 
 namespace ge_test {
 
-// The prototype `op_type(x) -> y` with no attribute.
-inline std::shared_ptr<const ge::OpSchema> UnarySchema(const std::string& op_type) {
-  auto s = std::make_shared<ge::OpSchema>();
-  s->op_type = op_type;
-  s->inputs = {{"x", ge::IrInputKind::kRequired}};
-  s->outputs = {{"y", ge::IrOutputKind::kRequired}};
-  return s;
-}
-
-// y = f(x), float32, same shape; execute and infer_meta.
-class UnaryFloatOp final : public ge::EagerExecuteOp, public ge::InferMetaOp {
+// y = F(x), float32, same shape: eager execute and shape inference.
+template <float (*F)(float)>
+class UnaryFloatOp : public ge::EagerExecuteOp, public ge::ShapeInferOp {
  public:
-  UnaryFloatOp(std::shared_ptr<const ge::OpSchema> schema, std::function<float(float)> f)
-      : schema_(std::move(schema)), f_(std::move(f)) {}
-  uint32_t GetCapabilities() const noexcept override {
-    return ge::CustomOpCapability::kEagerExecute | ge::CustomOpCapability::kInferMeta;
+  ge::graphStatus Execute(gert::EagerOpExecutionContext* ctx) override {
+    const gert::Tensor* x = ctx->GetInputTensor(0U);
+    if (x == nullptr || x->GetDataType() != ge::DT_FLOAT) return ge::GRAPH_PARAM_INVALID;
+    gert::Tensor* y = ctx->MallocOutputTensor(0U, x->GetShape(), x->GetFormat(), x->GetDataType());
+    if (y == nullptr) return ge::GRAPH_FAILED;
+    const auto* in = static_cast<const float*>(x->GetAddr());
+    auto* out = static_cast<float*>(y->GetAddr());
+    for (int64_t i = 0; i < x->GetShapeSize(); ++i) out[i] = F(in[i]);
+    return ge::GRAPH_SUCCESS;
   }
-  const ge::OpSchema& GetSchema() const noexcept override { return *schema_; }
-  ge::Status InferMeta(ge::InferMetaContext* ctx) override {
-    const ge::TensorDesc* x = ctx->GetInputDesc(0);
-    if (x == nullptr || x->data_type != ge::DT_FLOAT) return ge::Status::Error(schema_->op_type + " takes float32");
-    ctx->SetOutputs({*x}, ge::InstanceLayout({1}));
-    return ge::Status::Ok();
+  ge::graphStatus InferShape(gert::InferShapeContext* ctx) override {
+    const gert::Shape* x = ctx->GetInputShape(0U);
+    gert::Shape* y = ctx->GetOutputShape(0U);
+    if (x == nullptr || y == nullptr) return ge::GRAPH_FAILED;
+    *y = *x;
+    return ge::GRAPH_SUCCESS;
   }
-  ge::Status Execute(ge::EagerOpExecutionContext* ctx) override {
-    const ge::Tensor* x = ctx->GetInputTensor(0);
-    if (x == nullptr || x->GetDataType() != ge::DT_FLOAT) return ge::Status::Error(schema_->op_type + " takes float32");
-    ge::Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), x->GetDataType());
-    const auto n = static_cast<std::size_t>(x->GetShapeSize());
-    for (std::size_t i = 0; i < n; ++i) y->Data<float>()[i] = f_(x->Data<float>()[i]);
-    return ge::Status::Ok();
+  ge::graphStatus InferDataType(gert::InferDataTypeContext* ctx) override {
+    if (ctx->GetInputDataType(0U) != ge::DT_FLOAT) return ge::GRAPH_PARAM_INVALID;
+    return ctx->SetOutputDataType(0U, ge::DT_FLOAT);
   }
-
- private:
-  std::shared_ptr<const ge::OpSchema> schema_;
-  std::function<float(float)> f_;
 };
+
+inline float Neg(float v) { return -v; }
+inline float Twice(float v) { return 2 * v; }
+inline float Same(float v) { return v; }
 
 }  // namespace ge_test
