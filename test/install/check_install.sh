@@ -2,7 +2,8 @@
 # Installs the build to a temporary prefix, moves it (relocatability), then:
 # no build or source paths in installed text files or RUNPATHs; the installed
 # ge-run runs a sample graph; the example engine (share/examples/engine) builds
-# against the CMake package and runs; a program builds with pkg-config.
+# against the CMake package and runs; a program builds with pkg-config; the
+# sample op package builds against the installed prefix and runs.
 # Usage: check_install.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd); src=$(cd "$2" && pwd)
@@ -104,4 +105,16 @@ if [ -z "$pydir" ] || [ ! -d "$prefix/share/ge-plugin/template/my_op" ]; then fa
 MYPYPATH="$(dirname "$pydir")" /usr/bin/python3 -m mypy --strict --no-incremental --cache-dir=/dev/null \
   "$prefix/share/ge-plugin/template/my_op" || fail "mypy on the installed template failed"
 echo "ok: stubs and template"
+# 6. the sample op package (upstream-style: REG_OP prototypes, a C++ custom op,
+# an impl-only Python plugin) builds from its installed copy with
+# find_package(GePlugin) alone, and the installed ge-run runs it
+pkg_src="$prefix/share/ge-plugin/plugins/samples/scaled_add_package"
+cmake -S "$pkg_src" -B "$work/pkg" -DCMAKE_PREFIX_PATH="$prefix" > "$work/pkg.log" 2>&1 \
+  || { cat "$work/pkg.log"; fail "configuring the sample op package failed"; }
+cmake --build "$work/pkg" > "$work/pkg-build.log" 2>&1 || { cat "$work/pkg-build.log"; fail "building it failed"; }
+"$prefix/bin/ge-run" "$prefix/share/ge-plugin/examples/op_package.json" \
+  --opp-path "$work/pkg/opp:$pkg_src/python:$prefix/share/ge-plugin/plugins/samples" --output-dir "$work/pkg-out" \
+  > "$work/pkg-run.log" || { cat "$work/pkg-run.log"; fail "ge-run on the sample op package failed"; }
+/usr/bin/python3 "$src/share/examples/check_op_package.py" "$work/pkg-out" | tail -1
+echo "ok: the sample op package via find_package(GePlugin)"
 echo "install check passed"

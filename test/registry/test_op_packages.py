@@ -134,7 +134,7 @@ def test_check_an_opp_root_and_a_single_library(opp, tmp_path):
     env = cache_env(tmp_path)
     p = run_ls("--check", str(root), env=env)
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "op NegCpp  NegCpp(x) -> (y)  [eager_execute, infer_meta]" in p.stdout
+    assert "op NegCpp  NegCpp(x: float32) -> (y: float32)  [eager_execute, infer_meta]" in p.stdout
     assert "prototype ScaleLib" in p.stdout and "no problems found" in p.stdout
     p = run_ls("--check", os.path.join(lib_dir, "libge_test_ops.so"), "--json", env=env)
     assert p.returncode == 0, p.stdout + p.stderr
