@@ -86,14 +86,8 @@ def _library_proto(ir):
     inputs = tuple(_proto.IrInput(i["name"], i["kind"]) for i in ir["inputs"])
     outputs = tuple(_proto.IrOutput(o["name"], o["kind"]) for o in ir["outputs"])
     attrs = tuple(_proto.IrAttr(a["name"], a["type"], a["required"], a["default"]) for a in ir["attrs"])
-    if not outputs:
-        form = "none"
-    elif len(outputs) == 1:
-        form = "single" if outputs[0].kind == "required" else "list"
-    else:
-        form = "tuple"
     return _proto.OpProto(ir["op_type"], None, "<op library>", ir["op_type"], inputs, outputs, attrs,
-                          tuple((name, index) for name, index in ir["mutates"]), form)
+                          tuple((name, index) for name, index in ir["mutates"]), _proto.return_form(outputs))
 
 
 def collect(name, before, subinterpreter, library_irs=None):

@@ -362,6 +362,16 @@ class OpProtoDescriptor(FrozenRecord):
         }
 
 
+def return_form(outputs: "tuple[IrOutput, ...]") -> str:
+    """What infer_meta returns for these IR outputs: "none" (no output),
+    "single" (one required output), "list" (one dynamic output) or "tuple"."""
+    if not outputs:
+        return "none"
+    if len(outputs) == 1:
+        return "single" if outputs[0].kind == "required" else "list"
+    return "tuple"
+
+
 def canonical_ir(proto: Any) -> Optional[OpProto]:
     """The host's canonical IR (:class:`OpProto`) of a prototype record.
 
@@ -387,14 +397,8 @@ def canonical_ir(proto: Any) -> Optional[OpProto]:
     attrs = tuple(IrAttr(a.name, a.type, a.is_required, a.default) for a in proto.attrs)
     input_names = {i.name for i in inputs}
     mutates = tuple((o.name, index) for index, o in enumerate(outputs) if o.name in input_names)
-    if not outputs:
-        form = "none"
-    elif len(outputs) == 1:
-        form = "single" if outputs[0].kind == "required" else "list"
-    else:
-        form = "tuple"
     ir = OpProto(proto.op_type, proto.infer_func, proto.module_name, proto.func_name,
-                 inputs, outputs, attrs, mutates, form)
+                 inputs, outputs, attrs, mutates, return_form(outputs))
     object.__setattr__(proto, "_canonical_ir", ir)
     return ir
 
