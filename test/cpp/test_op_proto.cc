@@ -81,6 +81,23 @@ REG_OP(ProtoSymbols)
     .DATATYPE(P, Promote({"T1", "T2"}))
     .OP_END_FACTORY_REG(ProtoSymbols);
 
+// Sets and defaults naming only dtypes GE has but our tensors cannot hold.
+REG_OP(ProtoUnholdable)
+    .INPUT(x, "T")
+    .INPUT(q, TensorType({DT_QINT8, DT_FLOAT}))  // one holdable member: fine
+    .OUTPUT(y, TensorType({DT_RESOURCE}))
+    .ATTR(t, Type, DT_QINT8)
+    .ATTR(lt, ListType, {DT_FLOAT, DT_RESOURCE})
+    .DATATYPE(T, TensorType({DT_QINT8, DT_QUINT8}))
+    .OP_END_FACTORY_REG(ProtoUnholdable);
+
+// An attribute cannot share an input's name: execute(self, x, *, x) is impossible.
+REG_OP(ProtoNameClash)
+    .INPUT(x, TensorType({DT_FLOAT}))
+    .OUTPUT(x, TensorType({DT_FLOAT}))  // an output named as an input is GE's in-place (ref) form: fine
+    .ATTR(x, Int, 1)
+    .OP_END_FACTORY_REG(ProtoNameClash);
+
 REG_OP(ProtoSubgraph)
     .INPUT(x, TensorType::ALL())
     .OUTPUT(y, TensorType::ALL())
@@ -234,6 +251,26 @@ BOOST_AUTO_TEST_CASE(an_unknown_type_name_is_an_error_naming_input_and_element) 
   const RegisteredPrototype& p = Proto("ProtoBadType");
   BOOST_CHECK(p.schema == nullptr);
   BOOST_CHECK_MESSAGE(Contains(p.error, "input 'x': unknown element 'DT_NOT_A_TYPE'"), p.error);
+}
+
+BOOST_AUTO_TEST_CASE(sets_and_defaults_of_unholdable_dtypes_are_errors) {
+  const RegisteredPrototype& p = Proto("ProtoUnholdable");
+  BOOST_CHECK(p.schema == nullptr);
+  BOOST_CHECK_MESSAGE(
+      Contains(p.error, "input 'x': no dtype of its set (DT_QINT8|DT_QUINT8) can be held by a tensor of this host"),
+      p.error);
+  BOOST_CHECK_MESSAGE(Contains(p.error, "output 'y': no dtype of its set (DT_RESOURCE)"), p.error);
+  BOOST_CHECK_MESSAGE(!Contains(p.error, "input 'q'"), p.error);
+  BOOST_CHECK_MESSAGE(Contains(p.error, "attribute 't': its default DT_QINT8 is a dtype this host does not support"),
+                      p.error);
+  BOOST_CHECK_MESSAGE(Contains(p.error, "attribute 'lt': its default DT_RESOURCE"), p.error);
+}
+
+BOOST_AUTO_TEST_CASE(an_attribute_named_like_an_input_is_an_error) {
+  const RegisteredPrototype& p = Proto("ProtoNameClash");
+  BOOST_CHECK(p.schema == nullptr);
+  BOOST_CHECK_MESSAGE(Contains(p.error, "REG_OP(ProtoNameClash)"), p.error);
+  BOOST_CHECK_MESSAGE(Contains(p.error, "attribute 'x' has the name of an input"), p.error);
 }
 
 BOOST_AUTO_TEST_CASE(list_and_promote_symbols) {

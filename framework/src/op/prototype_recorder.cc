@@ -211,6 +211,31 @@ void PrototypeRecorder::Resolve(IrDataTypes& d, const std::string& where) {
   d.allowed = std::move(all);
 }
 
+// GE names dtypes this host's tensors cannot hold (DT_QINT8, DT_RESOURCE, ...;
+// share/docs/op-prototypes.md): a set made only of those could never be met.
+void PrototypeRecorder::CheckHoldable(const IrDataTypes& d, const std::string& where) {
+  if (d.allowed.empty()) return;  // any dtype, or an error already recorded
+  std::string names;
+  for (DataType dt : d.allowed) {
+    if (IsKnownDataType(dt) && dt != DT_UNDEFINED) return;
+    names += (names.empty() ? "" : "|") + DataTypeGeName(dt);
+  }
+  Fail(where + ": no dtype of its set (" + names + ") can be held by a tensor of this host");
+}
+
+// A Type / ListType default naming such a dtype could never be passed on.
+void PrototypeRecorder::CheckDefaultDataTypes(const std::string& name, const AttrValue& value) {
+  std::vector<DataType> dts;
+  if (const auto* one = std::get_if<DataType>(&value)) dts.push_back(*one);
+  if (const auto* list = std::get_if<std::vector<DataType>>(&value)) dts = *list;
+  for (DataType dt : dts) {
+    if (!IsKnownDataType(dt)) {
+      Fail("attribute '" + name + "': its default " + DataTypeGeName(dt) + " is a dtype this host does not support");
+      return;
+    }
+  }
+}
+
 RegisteredPrototype PrototypeRecorder::Finish() {
   for (std::size_t i = 0; i < bindings_.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
@@ -219,6 +244,16 @@ RegisteredPrototype PrototypeRecorder::Finish() {
   }
   for (auto& in : schema_.inputs) Resolve(in.dtypes, "input '" + in.name + "'");
   for (auto& out : schema_.outputs) Resolve(out.dtypes, "output '" + out.name + "'");
+  for (const auto& in : schema_.inputs) CheckHoldable(in.dtypes, "input '" + in.name + "'");
+  for (const auto& out : schema_.outputs) CheckHoldable(out.dtypes, "output '" + out.name + "'");
+  for (const auto& a : schema_.attrs) {
+    if (schema_.FindInput(a.name)) {
+      // An implementation receives inputs and attributes as parameters of one
+      // method (execute(self, <inputs>, *, <attrs>)): one name cannot be both.
+      Fail("attribute '" + a.name + "' has the name of an input");
+    }
+    if (a.default_value) CheckDefaultDataTypes(a.name, *a.default_value);
+  }
   RegisteredPrototype r;
   r.op_type = schema_.op_type;
   if (errors_.empty()) {

@@ -69,6 +69,8 @@ class PrototypeRecorder {
   void Fail(std::string what);
   IrDataTypes Parse(const std::string& text, const std::string& where);
   void Resolve(IrDataTypes& d, const std::string& where);
+  void CheckHoldable(const IrDataTypes& d, const std::string& where);
+  void CheckDefaultDataTypes(const std::string& name, const AttrValue& value);
 
   OpSchema schema_;
   std::string file_;
