@@ -179,11 +179,22 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
   const bool folder = boost::filesystem::is_directory(path, ec) && !plugin::IsPackageFolder(path);
   const plugin::Discovery found = folder ? plugin::Discover({path}, dopts) : plugin::DiscoverOne(path, dopts);
 
-  // What the admin's registry holds: the cache (when it is readable), for
-  // op_type conflicts with other plugins.
+  // What the admin's registry holds, for op_type conflicts and for the
+  // prototypes of op libraries: with an opp path (--opp-path or
+  // ASCEND_CUSTOM_OPP_PATH), that opp path as its listing shows it (the
+  // cache's records when the cache is of that opp path, what changed scanned
+  // again); without one, the cache as it is.
   std::map<std::string, plugin::PluginRecord> installed;
   std::string why;
-  if (auto cache = plugin::LoadCache(cache_path, &why, /*light=*/true)) installed = std::move(cache->records);
+  auto cache = plugin::LoadCache(cache_path, &why, /*light=*/true);
+  if (!entries.empty()) {
+    std::map<std::string, plugin::PluginRecord> prior;
+    if (cache && cache->opp_path == entries) prior = std::move(cache->records);
+    RefreshStats stats;
+    for (auto& r : Refresh(entries, prior, ropts, &stats, false)) installed[r.path] = std::move(r);
+  } else if (cache) {
+    installed = std::move(cache->records);
+  }
 
   json reports = json::array();
   std::size_t total_problems = 0;
@@ -334,7 +345,6 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
     out << text.str();
     out << (total_problems == 0 ? "no problems found\n" : std::to_string(total_problems) + " problem(s) found\n");
   }
-  (void)entries;
   (void)err;
   return total_problems == 0 ? 0 : 1;
 }
@@ -358,7 +368,8 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       "op", po::value<std::string>(&op), "only plugins providing OP_TYPE")(
       "status", po::value<std::string>(&status), "only plugins with this status (ok, error, conflict, crashed, hung, exited, insecure, missing)")(
       "check", po::value<std::string>(&check),
-      "validate a plugin (a .py file or package folder) or every plugin of an opp folder; exit 1 on problems")(
+      "validate a plugin (a .py file or package folder), an op library (a .so file), or every plugin and op "
+      "library of an opp folder or opp root, against the opp path given (else the cache); exit 1 on problems")(
       "rescan", po::bool_switch(&rescan), "rescan every plugin first")(
       "timeout", po::value<double>(&timeout_s), "seconds a plugin may take to load when scanning here (default 10)")(
       "allow-insecure", po::bool_switch(&allow_insecure), "scan plugins writable by others / owned by another user")(

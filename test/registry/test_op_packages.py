@@ -152,3 +152,25 @@ def test_library_writable_by_others_is_insecure(opp, tmp_path):
     j, by_name = listing(str(root), cache_env(tmp_path))
     lib = by_name["libge_test_ops.so"]
     assert lib["status"] == "insecure" and "writable by others" in lib["error"]
+
+
+def test_check_an_impl_only_plugin_against_the_given_opp_path(opp, tmp_path):
+    # --check of an implementation-only plugin binds it to the op libraries of
+    # the opp path given, even with an empty cache (it used to see only the
+    # cache's libraries and report "canonical IR not found").
+    root = tmp_path / "root"
+    make_opp_root(root, ["libge_test_protos.so"])
+    plugin = make_plugin(opp, "scale_impl", "ScaleLib", body=IMPL_ONLY.format(op="ScaleLib", attrs=", *, factor: float"))
+    env = cache_env(tmp_path)
+    assert not os.path.exists(env["GE_PLUGIN_REGISTRY_CACHE"])
+    p = run_ls("--check", plugin, "--opp-path", f"{root}:{opp}", env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "no problems found" in p.stdout
+    # A wrong signature is then checked against that C++ prototype.
+    make_plugin(opp, "scale_impl", "ScaleLib", body=IMPL_ONLY.format(op="ScaleLib", attrs=", *, scale: float"))
+    p = run_ls("--check", plugin, "--opp-path", f"{root}:{opp}", env=env)
+    assert p.returncode == 1
+    assert "expected attr name factor at index 0" in p.stdout and "actual attr name scale" in p.stdout
+    # Without any opp path or cache holding the library, the prototype is not found.
+    p = run_ls("--check", plugin, env={**env, "GE_PLUGIN_REGISTRY_CACHE": str(tmp_path / "empty" / "r.json")})
+    assert p.returncode == 1 and "canonical IR not found" in p.stdout
