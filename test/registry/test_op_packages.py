@@ -174,3 +174,36 @@ def test_check_an_impl_only_plugin_against_the_given_opp_path(opp, tmp_path):
     # Without any opp path or cache holding the library, the prototype is not found.
     p = run_ls("--check", plugin, env={**env, "GE_PLUGIN_REGISTRY_CACHE": str(tmp_path / "empty" / "r.json")})
     assert p.returncode == 1 and "canonical IR not found" in p.stdout
+
+
+def test_misplaced_op_libraries_are_reported_not_skipped(opp, tmp_path):
+    # An author's layout mistakes: the architecture folder misnamed, and
+    # libraries put straight into a folder of the opp path. Both are errors
+    # that say where op libraries go (they used to be skipped in silence).
+    import platform
+    import shutil
+    wrong_arch = tmp_path / "wrong_arch"
+    lib_dir = make_opp_root(wrong_arch, ["libge_test_protos.so"])
+    os.rename(lib_dir, os.path.join(os.path.dirname(lib_dir), "amd64"))
+    flat = tmp_path / "flat"
+    flat.mkdir(mode=0o755)
+    shutil.copy(os.path.join(os.path.dirname(lib_dir), "amd64", "libge_test_protos.so"), flat / "libge_test_protos.so")
+    os.chmod(flat / "libge_test_protos.so", 0o755)
+    env = cache_env(tmp_path)
+    p = run_ls("--opp-path", f"{wrong_arch}:{flat}", "--json", env=env)
+    j = json.loads(p.stdout)
+    errors = {pl["path"]: pl["error"] for pl in j["plugins"] if pl["status"] == "error"}
+    arch = platform.machine()
+    assert errors[str(wrong_arch / "op_graph")] == (
+        f"opp root {wrong_arch} has op_graph/ but no op_graph/lib/linux/{arch}/ "
+        "(op libraries for this machine go there; lib/linux/ has: amd64)")
+    assert errors[str(flat)].startswith(f"opp folder {flat} holds 1 lib*.so file(s), which are not loaded from there")
+    assert f"op_graph/lib/linux/{arch}/" in errors[str(flat)]
+    # ge-run reports the same (one discovery).
+    import subprocess
+    graph = tmp_path / "g.json"
+    graph.write_text('{"inputs": [{"name": "a", "dtype": "float32", "shape": [1], "data": [1]}],'
+                     ' "nodes": [{"name": "r", "op_type": "ReluCpp", "inputs": ["a"]}], "outputs": ["r:0"]}')
+    run = subprocess.run([os.environ["GE_RUN"], str(graph), "--opp-path", f"{wrong_arch}:{flat}",
+                          "--output-dir", str(tmp_path / "out")], capture_output=True, text=True)
+    assert f"no op_graph/lib/linux/{arch}/" in run.stderr and "holds 1 lib*.so file(s)" in run.stderr

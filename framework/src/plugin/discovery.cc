@@ -385,6 +385,38 @@ class Builder {
     Accept(std::move(c), &entry_reason, chain);
   }
 
+  // A folder that looks meant as an opp root but has no op library folder
+  // for this machine is reported, not skipped in silence (an author's layout
+  // mistake would otherwise surface only as "canonical IR not found").
+  void MisplacedLibraries(const std::string& root, const std::vector<fs::path>& children) {
+    const std::string arch = OppLibraryArch();
+    boost::system::error_code ec;
+    for (const char* layout : {"op_graph", "op_proto"}) {
+      const fs::path top = fs::path(root) / layout;
+      if (!fs::is_directory(top, ec) || fs::is_directory(top / "lib" / "linux" / arch, ec)) continue;
+      std::string found;
+      for (const auto& sub : ListSorted((top / "lib" / "linux").string(), ec)) {
+        found += (found.empty() ? "" : ", ") + sub.filename().string();
+      }
+      ec.clear();
+      Problem(layout, top.string(), PluginStatus::kError,
+              "opp root " + root + " has " + layout + "/ but no " + layout + "/lib/linux/" + arch +
+                  "/ (op libraries for this machine go there" +
+                  (found.empty() ? std::string(")") : "; lib/linux/ has: " + found + ")"));
+    }
+    std::size_t libraries = 0;
+    for (const auto& c : children) {
+      const std::string name = c.filename().string();
+      if (name.size() > 6 && name.compare(0, 3, "lib") == 0 && c.extension() == ".so") ++libraries;
+    }
+    if (libraries > 0 && OppLibraryFolders(root).empty()) {
+      Problem(fs::path(root).filename().string(), root, PluginStatus::kError,
+              "opp folder " + root + " holds " + std::to_string(libraries) +
+                  " lib*.so file(s), which are not loaded from there: op libraries belong in an opp root's "
+                  "op_graph/lib/linux/" + arch + "/ (put that root on the opp path), or name a library directly");
+    }
+  }
+
   // The op libraries of an opp root (nothing when `root` is none).
   void OppRoot(const std::string& root) {
     for (const std::string& folder : OppLibraryFolders(root)) {
@@ -415,6 +447,7 @@ class Builder {
       return;
     }
     OppRoot(root);
+    MisplacedLibraries(root, children);
     const auto helpers = HelpersOf(children);
     for (const auto& c : children) Child(c, root, helpers);
   }
