@@ -139,11 +139,18 @@ json Filter(const json& plugins, const std::string& op, const std::string& statu
 
 // The hint for a plugin's load error, from its kind and exception type (never
 // from the message text).
-std::string ErrorHint(const plugin::PluginError& e) {
+std::string ErrorHint(const plugin::PluginError& e, bool op_library) {
   const std::string& exception = e.exception;
+  if (op_library && e.kind == "prototype") {
+    return "fix the REG_OP named above, or give its op_type a prototype: REG_OP in an op library of the opp path "
+           "(share/docs/op-prototypes.md, share/docs/op-packages.md)";
+  }
   if (e.kind == "extension") return "set isolation = \"main\" under [tool.ge-plugin] in pyproject.toml";
   if (e.kind == "metadata") return "fix pyproject.toml ([project] name/version/description, [tool.ge-plugin] isolation)";
-  if (e.kind == "validation") return "make the method signature match the register_op prototype (share/docs/plugin-authors.md)";
+  if (e.kind == "validation") {
+    return "make the method signature match the op's prototype (register_op, or the REG_OP of an op library; "
+           "share/docs/plugin-authors.md)";
+  }
   if (e.kind == "prototype") {
     return "register the op's prototype: @register_op in the plugin, or REG_OP in an op library of the opp path "
            "(share/docs/op-packages.md)";
@@ -246,7 +253,10 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
       case PluginStatus::kCrashed:
       case PluginStatus::kExited:
         problems.emplace_back(r.error.message,
-                              "do not exit or crash the process at import time (no os._exit, no faulty C extension)");
+                              r.op_library ? "do not exit or crash while the library loads (constructors of its "
+                                             "globals, its REG_OP / REG_AUTO_MAPPING_OP registrars)"
+                                           : "do not exit or crash the process at import time (no os._exit, no "
+                                             "faulty C extension)");
         break;
       case PluginStatus::kMissing:
         problems.emplace_back(r.error.message, "check the path (or the target of the symbolic link)");
@@ -264,7 +274,7 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
         if (!r.error.file.empty() && r.error.line > 0 && r.error.OneLine() == r.error.message) {
           where = " [" + r.error.file + ":" + std::to_string(r.error.line) + "]";
         }
-        problems.emplace_back(r.error.OneLine() + where, ErrorHint(r.error));
+        problems.emplace_back(r.error.OneLine() + where, ErrorHint(r.error, r.op_library));
       }
     }
     if (r.ok() && r.ops.empty() && !(r.op_library && !r.prototypes.empty())) {
