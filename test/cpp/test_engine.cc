@@ -5,6 +5,7 @@
 
 #include "test_util.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -83,10 +84,74 @@ class TypedOp final : public EagerExecuteOp, public InferMetaOp {
   }
 };
 
+// NoInferCpp(x: T) -> (y: T) [T: float32|float16] {out: VT_DATA_TYPE}: no
+// inference at all (outputs unknown until execute); execute copies x with the
+// dtype `out` (x's when DT_UNDEFINED), the bytes reinterpreted.
+class NoInferOp final : public EagerExecuteOp {
+ public:
+  graphStatus Execute(gert::EagerOpExecutionContext* ctx) override {
+    const Tensor* x = ctx->GetInputTensor(0);
+    DataType dt = *ctx->GetAttrs()->GetAttrPointer<DataType>(0);
+    if (dt == DT_UNDEFINED) dt = x->GetDataType();
+    Tensor* y = ctx->MallocOutputTensor(0, x->GetShape(), dt);
+    std::memcpy(y->GetAddr(), x->GetAddr(), std::min(x->GetSize(), y->GetSize()));
+    return GRAPH_SUCCESS;
+  }
+};
+
+// BadShapeCpp(x) -> y: InferShape gives y the shape [dim, dim] (attr `dim`).
+class BadShapeOp final : public EagerExecuteOp, public ShapeInferOp {
+ public:
+  graphStatus InferShape(gert::InferShapeContext* ctx) override {
+    const int64_t d = *ctx->GetAttrs()->GetAttrPointer<int64_t>(0);
+    *ctx->GetOutputShape(0) = Shape{d, d};
+    return GRAPH_SUCCESS;
+  }
+  graphStatus InferDataType(gert::InferDataTypeContext* ctx) override { return ctx->SetOutputDataType(0, DT_FLOAT); }
+  graphStatus Execute(gert::EagerOpExecutionContext*) override { return GRAPH_FAILED; }
+};
+
+// DetailCpp(x) -> y: execute fails with SetError's message only.
+class DetailOp final : public EagerExecuteOp {
+ public:
+  graphStatus Execute(gert::EagerOpExecutionContext* ctx) override {
+    ctx->SetError(Status::Error("custom detail xyz"));
+    return GRAPH_FAILED;
+  }
+};
+
+void RegisterTestOp(OpRegistry& reg, const std::string& op_type, std::vector<IrInput> inputs, std::vector<IrOutput> outputs,
+                    std::vector<IrAttr> attrs, OpCreator creator) {
+  auto s = std::make_shared<OpSchema>();
+  s->op_type = op_type;
+  s->inputs = std::move(inputs);
+  s->outputs = std::move(outputs);
+  s->attrs = std::move(attrs);
+  OpRegistration r;
+  r.op_type = op_type;
+  r.schema = s;
+  r.source = "/opp/libtest_" + op_type + ".so";
+  r.capabilities = static_cast<uint32_t>(CustomOpCapability::kEagerExecute);
+  r.creator = std::move(creator);
+  BOOST_REQUIRE(reg.Register(r).ok());
+}
+
 OpRegistry& Registry() {
   static OpRegistry reg;
   static bool init = [] {
     BOOST_REQUIRE(RegisterBuiltinOps(reg).ok());
+    {
+      const IrDataTypes t{{DT_FLOAT, DT_FLOAT16}, "T", true};
+      RegisterTestOp(reg, "NoInferCpp", {{"x", IrInputKind::kRequired, t}}, {{"y", IrOutputKind::kRequired, t}},
+                     {{"out", AttrType::VT_DATA_TYPE, AttrValue(DT_UNDEFINED)}},
+                     [] { return std::make_shared<NoInferOp>(); });
+      RegisterTestOp(reg, "BadShapeCpp", {{"x", IrInputKind::kRequired}}, {{"y", IrOutputKind::kRequired}},
+                     {{"dim", AttrType::VT_INT, std::nullopt}}, [] { return std::make_shared<BadShapeOp>(); });
+      RegisterTestOp(reg, "DetailCpp", {{"x", IrInputKind::kRequired}}, {{"y", IrOutputKind::kRequired}}, {},
+                     [] { return std::make_shared<DetailOp>(); });
+      RegisterTestOp(reg, "ThrowsCpp", {{"x", IrInputKind::kRequired}}, {{"y", IrOutputKind::kRequired}}, {},
+                     []() -> std::shared_ptr<BaseCustomOp> { throw std::runtime_error("no licence for ThrowsCpp"); });
+    }
     {
       auto s = std::make_shared<OpSchema>();
       s->op_type = "TypedCpp";
@@ -632,6 +697,96 @@ BOOST_AUTO_TEST_CASE(inference_failure_names_node_call_and_reason) {
             {"nodes", {Node("n0", "ReluCpp", {"x"})}},
             {"outputs", {"n0:0"}}};
   ExpectCompileError(j, "n0", "InferDataType failed: ReluCpp does not support dtype int8");
+}
+
+// ---- outputs unknown until execute; inference results checked; op errors ----
+
+// Runs the graph; must fail (compile or run) with an EngineError naming `node`
+// and containing `part`; returns it.
+std::string ExpectRunError(const json& graph_json, const std::string& node, const std::string& part) {
+  Graph g = Parse(graph_json);
+  Engine engine(Registry());
+  try {
+    CompiledGraph cg = engine.Compile(g);
+    engine.Run(cg);
+    BOOST_ERROR("Run accepted: " << graph_json.dump());
+  } catch (const EngineError& e) {
+    BOOST_CHECK_EQUAL(e.node(), node);
+    BOOST_CHECK_MESSAGE(Contains(e.what(), part), "message lacks '" << part << "': " << e.what());
+    return e.what() + std::string("\n") + e.details();
+  }
+  return {};
+}
+
+BOOST_AUTO_TEST_CASE(a_node_fed_by_a_node_without_infer_meta_runs) {
+  // ReluCpp's InferShape would have run on made-up metadata ([] float32) and
+  // the run then blamed it: "output 0 has shape [3], infer_meta said []".
+  json j = {{"inputs", {Input("x", {-1, 2, -3})}},
+            {"nodes", {Node("p", "NoInferCpp", {"x"}), Node("r", "ReluCpp", {"p:0"}), Node("r2", "ReluCpp", {"r:0"})}},
+            {"outputs", {"r2:0"}}};
+  Graph g = Parse(j);
+  Engine engine(Registry());
+  CompiledGraph cg = engine.Compile(g);
+  BOOST_CHECK(!cg.nodes[0].inferred && !cg.nodes[1].inferred && !cg.nodes[2].inferred);
+  BOOST_CHECK_EQUAL(cg.nodes[1].stats.infer_meta_calls, 0u);
+  RunResult r = engine.Run(cg);
+  BOOST_CHECK((Floats(r.outputs.at("r2:0")) == std::vector<float>{0, 2, 0}));
+  // Known inputs: inference runs as before.
+  Graph g2 = Parse({{"inputs", {Input("x", {1})}}, {"nodes", {Node("r", "ReluCpp", {"x"})}}, {"outputs", {"r:0"}}});
+  CompiledGraph cg2 = engine.Compile(g2);
+  BOOST_CHECK(cg2.nodes[0].inferred && cg2.nodes[0].stats.infer_meta_calls == 1);
+}
+
+BOOST_AUTO_TEST_CASE(dtypes_unknown_at_compile_time_are_checked_at_execute) {
+  // NoInferCpp's own output, after it ran: outside its set.
+  json j = {{"inputs", {Input("x", {1, 2})}},
+            {"nodes", {Node("p", "NoInferCpp", {"x"}, {{"out", "DT_INT32"}})}},
+            {"outputs", {"p:0"}}};
+  ExpectRunError(j, "p", "output 'y' (outputs[0]) from execute: dtype int32 is not allowed (allowed for T: float32|float16)");
+  // Inside the set, but not the dtype symbol T took from the input.
+  j["nodes"][0]["attrs"]["out"] = "DT_FLOAT16";
+  ExpectRunError(j, "p", "input 'x' (inputs[0]) has dtype float32 but output 'y' (outputs[0]) from execute has dtype float16");
+  // A consumer's input, before it runs: the compile-time message.
+  json k = {{"inputs", {Input("x", {1, 2}), Typed("float32", "a")}},
+            {"nodes", {Node("p", "NoInferCpp", {"x"}, {{"out", "DT_FLOAT"}}), Node("q", "NoInferCpp", {"p:0"}),
+                       Node("t", "TypedCpp", {"a", "q:0", json::array()})}},
+            {"outputs", {"t:0"}}};
+  BOOST_CHECK_NO_THROW(([&] { Graph g = Parse(k); Engine e(Registry()); CompiledGraph cg = e.Compile(g); e.Run(cg); })());
+  k["inputs"][1] = Typed("float16", "a");
+  ExpectRunError(k, "t", "input 'x1' (inputs[0]) has dtype float16 but input 'x2' (inputs[1]) has dtype float32; both are "
+                         "declared with type symbol 'T'");
+}
+
+BOOST_AUTO_TEST_CASE(a_creator_that_throws_is_reported_with_its_source_and_what) {
+  json j = {{"inputs", {Input("x", {1})}}, {"nodes", {Node("n", "ThrowsCpp", {"x"})}}, {"outputs", {"n:0"}}};
+  ExpectCompileError(j, "n", "node 'n' (ThrowsCpp): creating the op failed (/opp/libtest_ThrowsCpp.so): C++ exception: "
+                             "no licence for ThrowsCpp");
+  std::string why;
+  BOOST_CHECK(!Registry().Create("ThrowsCpp", &why));
+  BOOST_CHECK_EQUAL(why, "C++ exception: no licence for ThrowsCpp");
+  BOOST_CHECK(!Registry().Create("ThrowsCpp"));
+}
+
+BOOST_AUTO_TEST_CASE(set_error_details_are_said_once) {
+  json j = {{"inputs", {Input("x", {1})}}, {"nodes", {Node("n", "DetailCpp", {"x"})}}, {"outputs", {"n:0"}}};
+  Graph g = Parse(j);
+  Engine engine(Registry());
+  CompiledGraph cg = engine.Compile(g);
+  try {
+    engine.Run(cg);
+    BOOST_ERROR("Run accepted");
+  } catch (const EngineError& e) {
+    BOOST_CHECK_EQUAL(std::string(e.what()), "node 'n' (DetailCpp): execute failed: custom detail xyz");
+    BOOST_CHECK_EQUAL(e.details(), "");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(infer_shape_giving_an_invalid_shape_is_refused) {
+  json j = {{"inputs", {Input("x", {1})}}, {"nodes", {Node("n", "BadShapeCpp", {"x"}, {{"dim", -5}})}}, {"outputs", {"n:0"}}};
+  ExpectCompileError(j, "n", "node 'n' (BadShapeCpp): InferShape gave output 0 an invalid dim -5");
+  j["nodes"][0]["attrs"]["dim"] = int64_t{1} << 40;
+  ExpectCompileError(j, "n", "InferShape gave output 0 the shape [1099511627776, 1099511627776], whose element count does "
+                             "not fit int64");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -154,3 +154,17 @@ def test_library_load_problems_name_the_library_and_the_rest_loads(ge_run, write
     assert str(folder / "libnot_elf.so") in warning("libnot_elf.so")
     assert "BadProtoLib" in warning("libge_test_badproto.so") and "attribute 'cfg'" in warning("libge_test_badproto.so")
     assert "C++ custom op 'OrphanCpp' has no prototype" in warning("libge_test_orphan.so")
+
+
+def test_a_node_fed_by_an_op_without_infer_meta_is_not_blamed(ge_run, write_graph, tmp_path):
+    # ScaleLib (impl-only Python, C++ prototype without IMPL_OP) has no
+    # infer_meta: NegCpp's InferShape is skipped at compile time instead of
+    # running on made-up metadata and then blaming NegCpp at execute.
+    root = tmp_path / "root"
+    make_opp_root(root, ["libge_test_protos.so", "libge_test_ops.so"])
+    py = python_folder(tmp_path, scale_impl=IMPL_ONLY.format(op="ScaleLib", attr="factor"))
+    g = write_graph([node("s", "ScaleLib", ["x"]), node("n", "NegCpp", ["s:0"])],
+                    ["n:0"], inputs=[f32("x", [[1, 2], [3, 4]], [2, 2])])
+    res = ge_run(g, opp_path=[str(root), py])
+    assert res.returncode == 0, res.stderr
+    np.testing.assert_array_equal(res.load("n_0.npy"), np.array([[-2, -4], [-6, -8]], np.float32))

@@ -42,7 +42,13 @@ void CallOp(const GraphNode& n, const char* what, const std::string* source, ger
   }
   if (code == GRAPH_SUCCESS) return;
   Status st = ctx.TakeError();
-  if (!st.ok()) throw EngineError(Kind::kOp, n.name, failed() + ": " + st.message(), st.Describe());
+  if (!st.ok()) {
+    // Details only when they add to the message (a plugin, a location, a
+    // traceback): a bare SetError message is said once.
+    std::string details = st.Describe();
+    if (details == st.message()) details.clear();
+    throw EngineError(Kind::kOp, n.name, failed() + ": " + st.message(), std::move(details));
+  }
   throw EngineError(Kind::kOp, n.name, failed() + ": returned graphStatus " + std::to_string(code));
 }
 
@@ -170,8 +176,14 @@ void ResolveOp(const OpRegistry& registry, const GraphNode& n, CompiledNode& c) 
                                                         SuggestOpType(n.op_type, registry.ListOpTypes()));
   }
   c.schema = reg->schema;
-  c.op = registry.Create(n.op_type);
-  if (!c.op) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": creating the op failed");
+  std::string why;
+  c.op = registry.Create(n.op_type, &why);
+  if (!c.op) {
+    const std::string source = reg->plugin.empty() || reg->plugin == reg->source ? reg->source
+                                                                                : reg->plugin + ", " + reg->source;
+    throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": creating the op failed (" + source + ")" +
+                                             (why.empty() ? std::string() : ": " + why));
+  }
   c.infer_shape = reg->infer_shape;
   c.infer_datatype = reg->infer_datatype;
   c.capabilities = OpCapabilities(*c.op);
@@ -318,11 +330,15 @@ std::vector<std::size_t> DependencyOrder(const Graph& graph, const std::vector<C
 
 // ---- pass 3: infer_meta in order; output references checked against the results ----
 
-// The flattened input metadata of a node whose producers are in `metas`.
-std::vector<TensorDesc> InputDescs(const CompiledNode& c, const GraphIndex& index, const OutputMetas& metas) {
+// The flattened input metadata of a node whose producers are in `metas`, and
+// which of them is known at compile time (c.input_known).
+std::vector<TensorDesc> InputDescs(CompiledNode& c, const std::vector<CompiledNode>& nodes, const GraphIndex& index,
+                                   const OutputMetas& metas) {
   const GraphNode& n = *c.node;
   std::vector<TensorDesc> in_descs;
+  c.input_known.clear();
   auto desc_of = [&](const TensorRef& r, const std::string& w) -> TensorDesc {
+    c.input_known.push_back(r.node.empty() || nodes[index.nodes.at(r.node)].inferred.has_value());
     if (r.node.empty()) return index.inputs.at(r.text)->tensor.Desc();
     const auto& outs = metas.at(r.node);
     if (r.index >= outs.size()) {
@@ -387,11 +403,57 @@ std::vector<TensorDesc> InferShapeAndDataType(CompiledNode& c, ShapeInferOp* op)
   return out;
 }
 
+// "inputs[k] comes from node 'p' (Op), whose outputs are unknown until
+// execute", for the node's first input unknown at compile time; "" if none.
+std::string UnknownInputReason(const CompiledNode& c, const std::vector<CompiledNode>& nodes, const GraphIndex& index) {
+  std::size_t flat = 0;
+  for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+    std::vector<TensorRef> refs;
+    if (auto* r = std::get_if<TensorRef>(&c.inputs[k])) refs.push_back(*r);
+    if (auto* v = std::get_if<std::vector<TensorRef>>(&c.inputs[k])) refs = *v;
+    for (const TensorRef& r : refs) {
+      if (!c.input_known.at(flat++)) {
+        const CompiledNode& p = nodes[index.nodes.at(r.node)];
+        return "inputs[" + std::to_string(k) + "] comes from " + NodeWhere(*p.node) +
+               ", whose outputs are unknown until execute (" +
+               (HasCapability(p.capabilities, CustomOpCapability::kInferMeta) ? "its own inputs are" : "it has no infer_meta") + ")";
+      }
+    }
+  }
+  return {};
+}
+
+// Outputs of InferShape (ShapeInferOp, IMPL_OP) or infer_meta: no negative
+// dim (this engine has no unknown dims: outputs are allocated from these
+// shapes) and an element count that fits int64.
+void CheckInferredShapes(const CompiledNode& c, const std::string& what) {
+  const GraphNode& n = *c.node;
+  for (std::size_t i = 0; i < c.inferred->size(); ++i) {
+    const Shape& s = (*c.inferred)[i].shape.GetStorageShape();
+    for (std::size_t d = 0; d < s.GetDimNum(); ++d) {
+      if (s.GetDim(d) < 0) {
+        throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": " + what + " gave output " + std::to_string(i) +
+                                                 " an invalid dim " + std::to_string(s.GetDim(d)) + " (shape " +
+                                                 s.ToString() + "; dims must be 0 or more)");
+      }
+    }
+    if (s.GetShapeSize() < 0) {
+      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": " + what + " gave output " + std::to_string(i) + " the shape " +
+                                               s.ToString() + ", whose element count does not fit int64");
+    }
+  }
+}
+
 // Runs the node's inference (if any) and returns its output metadata: the
 // op's InferMetaOp, else its ShapeInferOp, else the registration's IMPL_OP
-// infer functions.
-std::vector<TensorDesc> InferNodeMeta(CompiledNode& c) {
+// infer functions. A node with an input unknown at compile time (`unknown`
+// says which) runs none of them: its outputs are unknown until execute.
+std::vector<TensorDesc> InferNodeMeta(CompiledNode& c, const std::string& unknown) {
   const GraphNode& n = *c.node;
+  if (!unknown.empty()) {
+    c.output_layout = IrOutputLayout(n, *c.schema, "inference is skipped at compile time: " + unknown);
+    return std::vector<TensorDesc>(c.output_layout.Total());
+  }
   if (auto* im = CustomOpCast<InferMetaOp>(c.op)) {
     InferMetaContext ictx(*c.schema, c.input_descs, c.input_layout, c.attrs);
     ++c.stats.infer_meta_calls;
@@ -399,10 +461,19 @@ std::vector<TensorDesc> InferNodeMeta(CompiledNode& c) {
     if (!ictx.HasOutputs()) throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": infer_meta produced no outputs");
     c.inferred = ictx.Outputs();
     c.output_layout = ictx.OutputLayout();
+    CheckInferredShapes(c, "infer_meta");
     return ictx.Outputs();
   }
-  if (auto* si = CustomOpCast<ShapeInferOp>(c.op)) return InferShapeAndDataType(c, si);
-  if (c.infer_shape != nullptr) return InferShapeAndDataType(c, nullptr);
+  if (auto* si = CustomOpCast<ShapeInferOp>(c.op)) {
+    InferShapeAndDataType(c, si);
+    CheckInferredShapes(c, "InferShape");
+    return *c.inferred;
+  }
+  if (c.infer_shape != nullptr) {
+    InferShapeAndDataType(c, nullptr);
+    CheckInferredShapes(c, "InferShape");
+    return *c.inferred;
+  }
   // Without inference every output is one instance whose metadata is only
   // known after execution; consumers are checked at run time.
   c.output_layout = IrOutputLayout(n, *c.schema, "the op has no output inference");
@@ -438,18 +509,19 @@ void CheckDtype(const GraphNode& n, Kind kind, const IrDataTypes& d, const std::
   }
 }
 
-// Inputs: every instance whose dtype is known at compile time (a graph input,
-// or an output of a node with infer_meta) against its IR input's set.
-void CheckInputDtypes(const CompiledNode& c, const std::vector<CompiledNode>& nodes, const GraphIndex& index,
+// Inputs (flattened dtypes `dts`): every instance whose `known` flag is set
+// (null: all) against its IR input's set. At compile time the known ones are
+// the graph inputs and outputs of nodes whose infer_meta ran; at execute time,
+// for a node with inputs unknown at compile time, all of them.
+void CheckInputDtypes(const CompiledNode& c, const std::vector<DataType>& dts, const std::vector<bool>* known,
                       SymbolUses& uses) {
   const GraphNode& n = *c.node;
   const OpSchema& s = *c.schema;
   std::size_t flat = 0;
   for (std::size_t k = 0; k < c.inputs.size() && k < s.inputs.size(); ++k) {
-    auto check = [&](const TensorRef& r, const std::string& what) {
-      const DataType dt = c.input_descs.at(flat++).data_type;
-      const bool known = r.node.empty() || nodes[index.nodes.at(r.node)].inferred.has_value();
-      if (known) CheckDtype(n, Kind::kGraph, s.inputs[k].dtypes, what, dt, uses);
+    auto check = [&](const TensorRef&, const std::string& what) {
+      const std::size_t i = flat++;
+      if (i < dts.size() && (known == nullptr || known->at(i))) CheckDtype(n, Kind::kGraph, s.inputs[k].dtypes, what, dts[i], uses);
     };
     const std::string what = "input '" + s.inputs[k].name + "' (inputs[" + std::to_string(k) + "]";
     if (auto* r = std::get_if<TensorRef>(&c.inputs[k])) check(*r, what + ")");
@@ -459,17 +531,26 @@ void CheckInputDtypes(const CompiledNode& c, const std::vector<CompiledNode>& no
   }
 }
 
-// Outputs infer_meta produced, against their IR output's set and symbol.
-void CheckOutputDtypes(const CompiledNode& c, SymbolUses& uses) {
-  if (!c.inferred) return;
+// Outputs (flattened dtypes `dts`, made by `from`: "infer_meta" at compile
+// time, "execute" when they were unknown until then) against their IR
+// output's set and symbol.
+void CheckOutputDtypes(const CompiledNode& c, const std::vector<DataType>& dts, const char* from, SymbolUses& uses) {
   const OpSchema& s = *c.schema;
   for (std::size_t k = 0; k < s.outputs.size() && k < c.output_layout.IrNum(); ++k) {
     for (std::size_t i = 0; i < c.output_layout.Count(k); ++i) {
+      const std::size_t flat = c.output_layout.Start(k) + i;
+      if (flat >= dts.size()) continue;
       std::string what = "output '" + s.outputs[k].name + "' (outputs[" + std::to_string(k) + "]";
-      what += s.outputs[k].kind == IrOutputKind::kDynamic ? "[" + std::to_string(i) + "]) from infer_meta" : ") from infer_meta";
-      CheckDtype(*c.node, Kind::kOp, s.outputs[k].dtypes, what, (*c.inferred)[c.output_layout.Start(k) + i].data_type, uses);
+      what += s.outputs[k].kind == IrOutputKind::kDynamic ? "[" + std::to_string(i) + "])" : ")";
+      CheckDtype(*c.node, Kind::kOp, s.outputs[k].dtypes, what + " from " + from, dts[flat], uses);
     }
   }
+}
+
+std::vector<DataType> DataTypes(const std::vector<TensorDesc>& descs) {
+  std::vector<DataType> dts;
+  for (const auto& d : descs) dts.push_back(d.data_type);
+  return dts;
 }
 
 OutputMetas InferMetas(std::vector<CompiledNode>& nodes, const std::vector<std::size_t>& order, const GraphIndex& index) {
@@ -477,11 +558,11 @@ OutputMetas InferMetas(std::vector<CompiledNode>& nodes, const std::vector<std::
   for (std::size_t idx : order) {
     CompiledNode& c = nodes[idx];
     const GraphNode& n = *c.node;
-    c.input_descs = InputDescs(c, index, metas);  // kept for the compile and task-plan phases
+    c.input_descs = InputDescs(c, nodes, index, metas);  // kept for the compile and task-plan phases
     SymbolUses uses;
-    CheckInputDtypes(c, nodes, index, uses);
-    metas[n.name] = InferNodeMeta(c);
-    CheckOutputDtypes(c, uses);
+    CheckInputDtypes(c, DataTypes(c.input_descs), &c.input_known, uses);
+    metas[n.name] = InferNodeMeta(c, UnknownInputReason(c, nodes, index));
+    if (c.inferred) CheckOutputDtypes(c, DataTypes(*c.inferred), "infer_meta", uses);
     if (!CustomOpCast<EagerExecuteOp>(c.op) && !CustomOpCast<AnnotatedArgsOp>(c.op)) {
       throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": op_type '" + n.op_type +
                                                "' can neither execute nor declare launch args (capabilities: " +
@@ -565,7 +646,12 @@ void BuildTaskPlans(CompiledGraph& cg) {
     if (decl == nullptr) continue;
     const GraphNode& n = *c.node;
     if (!c.inferred) {
-      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": declare_launch_args needs infer_meta to describe the outputs");
+      throw EngineError(Kind::kOp, n.name,
+                        NodeWhere(n) + ": declare_launch_args needs infer_meta to describe the outputs" +
+                            (HasCapability(c.capabilities, CustomOpCapability::kInferMeta)
+                                 ? std::string(", which could not run at compile time: an input is unknown until execute "
+                                               "(an upstream node has no infer_meta)")
+                                 : std::string()));
     }
     const std::vector<TensorDesc>& in_descs = c.input_descs;
     AnnotatedArgsContext ctx(*c.schema, in_descs, c.input_layout, *c.inferred, c.output_layout, c.attrs, 0);
@@ -687,6 +773,15 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
         RunPlan(c, ins, values);
         continue;
       }
+      // Outputs unknown at compile time (no infer_meta, or an input unknown
+      // then): the IR's dtype rules are checked now, with the compile-time
+      // messages, inputs before the call and outputs after it.
+      SymbolUses uses;
+      if (!c.inferred) {
+        std::vector<DataType> dts;
+        for (const Tensor& t : in_tensors) dts.push_back(t.GetDataType());
+        CheckInputDtypes(c, dts, nullptr, uses);
+      }
       EagerOpExecutionContext ctx(*c.schema, ins, c.input_layout, c.attrs, c.output_layout);
       auto* ex = CustomOpCast<EagerExecuteOp>(c.op);
       const auto s0 = std::chrono::steady_clock::now();
@@ -694,10 +789,15 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
       CallOp(n, "execute", nullptr, ctx, [&] { return ex->Execute(&ctx); });
       c.stats.execute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
       auto outs = ctx.TakeOutputs();
+      std::vector<DataType> out_dts;
       for (std::size_t i = 0; i < outs.size(); ++i) {
         if (!outs[i]) {
           throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": execute did not allocate output " + std::to_string(i));
         }
+        out_dts.push_back(outs[i]->GetDataType());
+      }
+      if (!c.inferred) CheckOutputDtypes(c, out_dts, "execute", uses);
+      for (std::size_t i = 0; i < outs.size(); ++i) {
         if (c.inferred) {
           const TensorDesc& want = (*c.inferred)[i];
           if (outs[i]->GetDataType() != want.data_type) {

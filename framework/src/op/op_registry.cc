@@ -68,19 +68,29 @@ std::optional<OpRegistration> OpRegistry::Find(const std::string& op_type) const
   return it->second;
 }
 
-std::shared_ptr<BaseCustomOp> OpRegistry::Create(const std::string& op_type) const {
+std::shared_ptr<BaseCustomOp> OpRegistry::Create(const std::string& op_type) const { return Create(op_type, nullptr); }
+
+std::shared_ptr<BaseCustomOp> OpRegistry::Create(const std::string& op_type, std::string* error) const {
   OpCreator creator;
   {
     std::shared_lock lock(mu_);
     auto it = ops_.find(op_type);
-    if (it == ops_.end()) return nullptr;
+    if (it == ops_.end()) {
+      if (error) *error = "op_type '" + op_type + "' is not registered";
+      return nullptr;
+    }
     creator = it->second.creator;
   }
   try {
-    return creator();
+    std::shared_ptr<BaseCustomOp> op = creator();
+    if (!op && error) *error = "the creator returned no op";
+    return op;
+  } catch (const std::exception& e) {
+    if (error) *error = std::string("C++ exception: ") + e.what();
   } catch (...) {
-    return nullptr;
+    if (error) *error = "C++ exception of an unknown type";
   }
+  return nullptr;
 }
 
 std::vector<std::string> OpRegistry::ListOpTypes() const {

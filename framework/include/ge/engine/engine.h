@@ -83,7 +83,11 @@ struct CompiledNode {
   std::vector<NodeInput> inputs;    // resolved in IR order
   InstanceLayout input_layout;
   std::vector<TensorDesc> input_descs;  // flattened input metadata (from graph inputs / infer_meta)
-  std::optional<std::vector<TensorDesc>> inferred;  // from infer_meta
+  // Per flattened input: its metadata is known at compile time (a graph input,
+  // or an output of a node whose infer_meta ran). A node with an unknown input
+  // skips inference: its outputs are unknown until execute too.
+  std::vector<bool> input_known;
+  std::optional<std::vector<TensorDesc>> inferred;  // from infer_meta; nullopt: unknown until execute
   InstanceLayout output_layout;
   NodeStats stats;
   // Annotated args: the cached task plan, its kernels resolved, and per-launch

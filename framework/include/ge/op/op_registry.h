@@ -55,6 +55,9 @@ class OpRegistry {
   std::optional<OpRegistration> Find(const std::string& op_type) const;
   // Calls the creator (outside the lock). Null when absent or the creator fails.
   std::shared_ptr<BaseCustomOp> Create(const std::string& op_type) const;
+  // The same; on null, `*error` (when given) says why: "C++ exception: <what()>",
+  // "the creator returned no op" or "op_type 'X' is not registered".
+  std::shared_ptr<BaseCustomOp> Create(const std::string& op_type, std::string* error) const;
   std::vector<std::string> ListOpTypes() const;  // sorted
   std::size_t Size() const;
 
