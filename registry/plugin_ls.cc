@@ -266,7 +266,7 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
         break;
       case PluginStatus::kConflict:
         problems.emplace_back(r.error.message, r.error.kind == "conflict" && !r.ops.empty()
-                                                   ? "rename the op_type (the first plugin in path order wins)"
+                                                   ? "rename the op_type (op libraries win over Python plugins; otherwise the first in path order wins)"
                                                    : "rename the plugin (plugin names are unique over the opp path)");
         break;
       default: {
@@ -290,7 +290,7 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
           for (const auto& mine : r.ops) {
             if (op.op_type == mine.op_type) {
               problems.emplace_back("op_type '" + mine.op_type + "' is also defined by " + other_path,
-                                    "rename the op_type (the first plugin in path order wins)");
+                                    "rename the op_type (op libraries win over Python plugins; otherwise the first in path order wins)");
             }
           }
         }

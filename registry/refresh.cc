@@ -145,6 +145,7 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
 
 std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
   std::map<std::string, std::string> owner;  // op_type -> path
+  std::set<std::string> libraries;            // paths of op libraries that own ops
   // Op libraries load before Python plugins (as in the engine's host), so
   // their C++ ops win over Python implementations; path order within each.
   std::vector<PluginRecord*> order;
@@ -156,8 +157,10 @@ std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
   }
   for (PluginRecord* rp : order) {
     PluginRecord& r = *rp;
-    // A record keeps its scan verdict; conflicts are decided here, afresh.
-    if (r.status == PluginStatus::kConflict && r.error.kind == "conflict" && !r.ops.empty()) {
+    // A record keeps its scan verdict; conflicts are decided here, afresh
+    // (a conflict with a built-in op is the scan's verdict).
+    if (r.status == PluginStatus::kConflict && r.error.kind == "conflict" && !r.ops.empty() &&
+        r.conflicts_with != "builtin") {
       r.status = PluginStatus::kOk;
       r.error = {};
       r.conflicts_with.clear();
@@ -167,11 +170,14 @@ std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
     for (const auto& op : r.ops) {
       auto it = owner.find(op.op_type);
       if (it != owner.end()) {
+        const bool by_library = libraries.count(it->second) > 0;
         r.status = PluginStatus::kConflict;
         r.error = {};
         r.error.kind = "conflict";
         r.error.message = "op_type '" + op.op_type + "' from " + r.path + " conflicts with the one from " + it->second +
-                          " (first in path order wins)";
+                          (!by_library     ? " (first in path order wins)"
+                           : r.op_library ? " (the first op library in path order wins)"
+                                          : " (op libraries load before Python plugins: the library's op wins)");
         r.conflicts_with = it->second;
         clash = true;
         break;
@@ -179,6 +185,25 @@ std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
     }
     if (clash) continue;
     for (const auto& op : r.ops) owner[op.op_type] = r.path;
+    if (r.op_library) libraries.insert(r.path);
+  }
+  // A Python prototype of an op_type a library implements as a C++ custom op
+  // is not used (the scanner, lending prototypes only, cannot tell).
+  static const std::string kReplaces = ") replaces the C++ prototype from op library ";
+  static const std::string kOpType = "the Python prototype of op_type '";
+  for (auto& r : ordered) {
+    if (r.op_library) continue;
+    for (auto& w : r.warnings) {
+      const auto at = w.find(kReplaces);
+      if (w.rfind(kOpType, 0) != 0 || at == std::string::npos) continue;
+      const auto end = w.find("' in plugin '", kOpType.size());
+      if (end == std::string::npos) continue;
+      const std::string op_type = w.substr(kOpType.size(), end - kOpType.size());
+      auto it = owner.find(op_type);
+      if (it == owner.end() || !libraries.count(it->second)) continue;
+      w = w.substr(0, at) + ") is not used: op library " + it->second + " implements op_type '" + op_type +
+          "' as a C++ custom op with its own C++ prototype";
+    }
   }
   return ordered;
 }

@@ -92,6 +92,9 @@ bool Spawn(const std::vector<std::string>& paths, const std::vector<std::size_t>
   if (!opts.log_level.empty()) args.push_back("--log-level"), args.push_back(opts.log_level);
   if (opts.allow_insecure) args.push_back("--allow-insecure");
   for (const auto& lib : opts.prototype_libraries) args.push_back("--prototype-library"), args.push_back(lib);
+  for (const auto& [lib, why] : opts.failed_libraries) {
+    args.push_back("--failed-library"), args.push_back(lib), args.push_back(why);
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -340,7 +343,16 @@ std::vector<PluginRecord> ScanOppPath(const std::vector<std::string>& paths, con
     if (!loaded.prototype_libraries.empty()) scan(again, loaded);
   }
   // Python plugins bind to the prototypes of the libraries that register them.
-  if (!pys.empty()) scan(pys, lenders(ServesPrototypes));
+  if (!pys.empty()) {
+    ScanOptions o = lenders(ServesPrototypes);
+    // Failed libraries name themselves in an implementation's "canonical IR not found".
+    auto failed = [&](const PluginRecord& r, const std::string& path) {
+      if (r.op_library && r.status == PluginStatus::kError) o.failed_libraries.emplace_back(path, r.error.OneLine());
+    };
+    for (const auto& r : other_libraries) failed(r, r.path);
+    for (auto i : libs) failed(out[i], paths[i]);
+    scan(pys, o);
+  }
   return out;
 }
 

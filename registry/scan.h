@@ -36,6 +36,9 @@ struct ScanOptions {
   // Op libraries whose prototypes the scanned plugins may bind to (each
   // passed as --prototype-library; ge::host::HostOptions::prototype_libraries).
   std::vector<std::string> prototype_libraries;
+  // Op libraries that failed (path, one-line error), passed as
+  // --failed-library PATH ERROR (ge::host::HostOptions::failed_libraries).
+  std::vector<std::pair<std::string, std::string>> failed_libraries;
   std::function<void(std::size_t done, std::size_t total)> progress;
 };
 

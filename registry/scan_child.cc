@@ -150,10 +150,15 @@ int main(int argc, char** argv) {
   std::string log_level = "error";
   bool allow_insecure = false;
   std::vector<std::string> prototype_libraries;  // ScanOptions::prototype_libraries
+  std::vector<std::pair<std::string, std::string>> failed_libraries;  // ScanOptions::failed_libraries
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--log-level" && i + 1 < argc) log_level = argv[i + 1];
     if (std::string(argv[i]) == "--allow-insecure") allow_insecure = true;
     if (std::string(argv[i]) == "--prototype-library" && i + 1 < argc) prototype_libraries.push_back(argv[++i]);
+    if (std::string(argv[i]) == "--failed-library" && i + 2 < argc) {
+      failed_libraries.emplace_back(argv[i + 1], argv[i + 2]);
+      i += 2;
+    }
   }
   if (auto lvl = ge::ParseLogLevel(log_level)) ge::SetLogLevel(*lvl);
 
@@ -189,6 +194,7 @@ int main(int argc, char** argv) {
       opts.use_env_opp_path = false;
       opts.allow_insecure = allow_insecure;
       opts.prototype_libraries = prototype_libraries;
+      opts.failed_libraries = failed_libraries;
       auto host = std::make_unique<ge::host::PluginHost>(opts, *registry);
       r = host->LoadPlugin(absolute(path));
       if (!r.op_library) {

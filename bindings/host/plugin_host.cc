@@ -265,6 +265,7 @@ struct PluginHost::Impl {
   std::set<std::pair<std::string, std::string>> problems_reported;  // (path, error) of discovery problems
   std::vector<std::shared_ptr<PythonOpAdapter>> adapters;  // strong refs: released outside any lock
   std::vector<std::string> sources;                        // registered plugin and op library paths
+  std::set<std::string> library_sources;                   // paths of the op libraries loaded (ok)
   // The C++ prototypes (REG_OP) of the op libraries loaded so far, by op_type:
   // the first in path order wins (share/docs/op-packages.md).
   struct CppPrototype {
@@ -276,6 +277,8 @@ struct PluginHost::Impl {
     bool given = false;  // from HostOptions::prototype_libraries: a library loaded for real takes precedence
   };
   std::map<std::string, CppPrototype> cpp_protos;
+  // The prototypes of op libraries that failed: op_type -> (library, its one-line error).
+  std::map<std::string, std::pair<std::string, std::string>> failed_protos;
   bool prototype_libraries_loaded = false;  // HostOptions::prototype_libraries
   // Main-interpreter plugins loaded: (module name, (op_type, descriptor key)...).
   // The main interpreter outlives the host, so Unload removes their modules and
@@ -435,9 +438,15 @@ struct PluginHost::Impl {
         const std::string op_type = bp::extract<std::string>(own_protos[i]);
         auto cpp = cpp_protos.find(op_type);
         if (cpp == cpp_protos.end()) continue;
-        // GE's rule: a Python prototype replaces a C++ one of the same op_type.
-        std::string w = "the Python prototype of op_type '" + op_type + "' in plugin '" + c.name + "' (" + c.path +
-                        ") replaces the C++ prototype from op library " + cpp->second.library;
+        // GE's rule: a Python prototype replaces a C++ one of the same op_type,
+        // except that of a C++ custom op, which keeps its own.
+        auto op = registry.Find(op_type);
+        std::string w = op && library_sources.count(op->source)
+                            ? "the Python prototype of op_type '" + op_type + "' in plugin '" + c.name + "' (" +
+                                  c.path + ") is not used: op library " + op->source + " implements op_type '" +
+                                  op_type + "' as a C++ custom op with its own C++ prototype"
+                            : "the Python prototype of op_type '" + op_type + "' in plugin '" + c.name + "' (" +
+                                  c.path + ") replaces the C++ prototype from op library " + cpp->second.library;
         log->warn("{}", TerminalSafe(w));
         l.report.warnings.push_back(std::move(w));
       }
@@ -476,6 +485,7 @@ struct PluginHost::Impl {
       }
     } catch (const bp::error_already_set&) {
       Fail(l, py::FetchPythonError(c.name, c.path, "validation"), "validation");
+      NameFailedLibrary(l.report.error.message);
       return;
     }
     // First in path order wins: a plugin defining an op_type that is already
@@ -486,7 +496,17 @@ struct PluginHost::Impl {
         l.report.conflicts_with = existing->source;
         Stop(l, plugin::PluginStatus::kConflict, "conflict",
              "op_type '" + a->GetSchema().op_type + "' from " + c.path + " conflicts with the one from " +
-                 existing->source + " (first in path order wins)");
+                 existing->source + ConflictRule(existing->source));
+        // The ops it would have registered (as the registry lists them).
+        for (std::size_t i = 0; i < l.made.size(); ++i) {
+          plugin::OpRecord op;
+          op.op_type = l.made[i]->GetSchema().op_type;
+          uint32_t caps = l.made[i]->GetCapabilities();
+          if (i < l.bound_infer.size() && l.bound_infer[i].first != nullptr) caps = caps | CustomOpCapability::kInferMeta;
+          op.capabilities = CapabilityNames(caps);
+          if (i < l.bound.size()) op.prototype_library = l.bound[i];
+          l.report.ops.push_back(std::move(op));
+        }
         try {
           entry.attr("abandon")(c.name, before, l.sub);
         } catch (const bp::error_already_set&) {
@@ -495,6 +515,27 @@ struct PluginHost::Impl {
         return;
       }
     }
+  }
+
+  // "canonical IR not found ... actual none" for an op_type that a library
+  // which failed prototypes: say so.
+  void NameFailedLibrary(std::string& message) const {
+    if (message.find("canonical IR not found") == std::string::npos) return;
+    for (const auto& [op_type, lib] : failed_protos) {
+      if (message.find(": " + op_type + " (descriptor key") == std::string::npos &&
+          message.find("op_type '" + op_type + "' (") == std::string::npos) {
+        continue;
+      }
+      message += "; op library " + lib.first + ", which prototypes it, failed to load: " + lib.second;
+      return;
+    }
+  }
+
+  // Why the op already registered wins over a Python plugin's.
+  std::string ConflictRule(const std::string& existing) const {
+    if (existing == "builtin") return " (a built-in op cannot be replaced)";
+    if (library_sources.count(existing)) return " (op libraries load before Python plugins: the library's op wins)";
+    return " (first in path order wins)";
   }
 
   // Removes a main-interpreter plugin's modules and registrations from the
@@ -631,14 +672,35 @@ struct PluginHost::Impl {
       return StopLibrary(l, plugin::PluginStatus::kError, "load", std::move(msg));
     }
     l.regs = std::move(load.registrations);
+    // Every bad registration is reported, in one error.
+    std::vector<std::string> bad;
     for (const auto& p : l.regs.prototypes) {
       if (!p.error.empty() || !p.schema) {
-        return StopLibrary(l, plugin::PluginStatus::kError, "prototype",
-                           c.path + ": the prototype of op_type '" + p.op_type + "' cannot be used: " +
-                               (p.error.empty() ? std::string("no schema") : p.error));
+        bad.push_back("the prototype of op_type '" + p.op_type + "' cannot be used: " +
+                      (p.error.empty() ? std::string("no schema") : p.error));
+        continue;
       }
       l.report.prototypes.push_back(p.op_type);
     }
+    std::set<std::string> custom;
+    for (const auto& op : l.regs.custom_ops) {
+      if (!custom.insert(op.op_type).second) {
+        const std::string twice = "the library registers op_type '" + op.op_type + "' twice (REG_AUTO_MAPPING_OP)";
+        if (std::find(bad.begin(), bad.end(), twice) == bad.end()) bad.push_back(twice);
+      }
+    }
+    if (!bad.empty()) {
+      l.report.prototypes.clear();
+      const bool proto_error = bad.front().rfind("the prototype of", 0) == 0;
+      return StopLibrary(l, plugin::PluginStatus::kError, proto_error ? "prototype" : "load",
+                         c.path + ": " + JoinProblems(bad));
+    }
+  }
+
+  static std::string JoinProblems(const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out += (out.empty() ? "" : "; ") + s;
+    return out;
   }
 
   // The prototypes of the libraries still going on, first in path order wins.
@@ -682,11 +744,11 @@ struct PluginHost::Impl {
   // and an op_type nobody registered before (else the library is a conflict).
   void CommitLibrary(LibraryLoading& l) {
     PluginReport& r = l.report;
-    std::vector<std::string> done;
-    auto undo = [&]() {
-      for (const auto& op : done) registry.Unregister(op);
-      r.ops.clear();
-    };
+    // First every custom op's registration (a probe instance each: every
+    // creator that fails is reported), then registered all or nothing.
+    std::vector<OpRegistration> regs;
+    std::vector<plugin::OpRecord> recs;
+    std::vector<std::string> bad;
     for (const auto& op : l.regs.custom_ops) {
       auto proto = cpp_protos.find(op.op_type);
       std::unique_ptr<BaseCustomOp> probe;
@@ -700,9 +762,8 @@ struct PluginHost::Impl {
         why = "its creator threw a non-standard exception";
       }
       if (!why.empty()) {
-        undo();
-        return StopLibrary(l, plugin::PluginStatus::kError, "load",
-                           l.lib.path + ": C++ custom op '" + op.op_type + "': " + why);
+        bad.push_back("C++ custom op '" + op.op_type + "': " + why);
+        continue;
       }
       OpRegistration reg;
       reg.op_type = op.op_type;
@@ -719,22 +780,38 @@ struct PluginHost::Impl {
       rec.op_type = op.op_type;
       rec.capabilities = CapabilityNames(reg.capabilities);
       if (proto->second.library != l.lib.path) rec.prototype_library = proto->second.library;
-      if (auto existing = registry.Find(op.op_type)) {
+      regs.push_back(std::move(reg));
+      recs.push_back(std::move(rec));
+    }
+    if (!bad.empty()) {
+      return StopLibrary(l, plugin::PluginStatus::kError, "load", l.lib.path + ": " + JoinProblems(bad));
+    }
+    std::vector<std::string> done;
+    auto undo = [&]() {
+      for (const auto& op : done) registry.Unregister(op);
+      r.ops = recs;  // a conflict lists the ops it would have registered (as the registry does)
+    };
+    for (std::size_t i = 0; i < regs.size(); ++i) {
+      const std::string op_type = regs[i].op_type;
+      if (auto existing = registry.Find(op_type)) {
         undo();
         r.conflicts_with = existing->source;
         return StopLibrary(l, plugin::PluginStatus::kConflict, "conflict",
-                           "op_type '" + op.op_type + "' from " + l.lib.path + " conflicts with the one from " +
-                               existing->source + " (op libraries load first, then Python plugins; first wins)");
+                           "op_type '" + op_type + "' from " + l.lib.path + " conflicts with the one from " +
+                               existing->source + (existing->source == "builtin"
+                                                       ? std::string(" (a built-in op cannot be replaced)")
+                                                       : std::string(" (the first op library in path order wins)")));
       }
-      if (Status st = registry.Register(std::move(reg)); !st.ok()) {
+      if (Status st = registry.Register(std::move(regs[i])); !st.ok()) {
         undo();
         return StopLibrary(l, plugin::PluginStatus::kConflict, "conflict", st.message());
       }
-      done.push_back(op.op_type);
-      r.ops.push_back(std::move(rec));
+      done.push_back(op_type);
     }
+    r.ops = std::move(recs);
     r.status = plugin::PluginStatus::kOk;
     sources.push_back(l.lib.path);
+    library_sources.insert(l.lib.path);
     log->info("op library {} loaded: {} prototype(s), {} C++ op(s)", TerminalSafe(r.path), r.prototypes.size(),
               r.ops.size());
   }
@@ -772,6 +849,15 @@ struct PluginHost::Impl {
     std::vector<PluginReport> out;
     for (auto& l : batch) {
       if (l.go_on) CommitLibrary(l);
+      // A library that is not ok registers no prototype: it lists none.
+      if (!l.go_on) {
+        l.report.prototypes.clear();
+        if (l.report.status == plugin::PluginStatus::kError) {
+          for (const auto& p : l.regs.prototypes) {
+            if (p.schema && p.error.empty()) failed_protos.emplace(p.op_type, std::make_pair(l.lib.path, l.report.error.OneLine()));
+          }
+        }
+      }
       if (!l.go_on) log->info("op library {} not loaded: {}", TerminalSafe(l.report.path), l.report.error.message);
       for (const auto& w : l.report.warnings) log->warn("{}", TerminalSafe(w));
       out.push_back(l.report);
@@ -786,6 +872,12 @@ struct PluginHost::Impl {
   void LoadPrototypeLibraries() {
     if (prototype_libraries_loaded) return;
     prototype_libraries_loaded = true;
+    for (const auto& [path, why] : opts.failed_libraries) {
+      plugin::OpLibraryLoad load = plugin::LoadOpLibrary(path);
+      for (const auto& p : load.registrations.prototypes) {
+        if (p.schema && p.error.empty()) failed_protos.emplace(p.op_type, std::make_pair(path, why));
+      }
+    }
     for (const auto& path : opts.prototype_libraries) {
       plugin::OpLibraryLoad load = plugin::LoadOpLibrary(path);
       if (!load.error.empty()) {
@@ -820,6 +912,8 @@ struct PluginHost::Impl {
     for (const auto& [name, keys] : main_loaded) ForgetMain(name, keys);
     main_loaded.clear();
     cpp_protos.clear();
+    failed_protos.clear();
+    library_sources.clear();
     prototype_libraries_loaded = false;
   }
 };

@@ -9,6 +9,16 @@
 // followed by the hint the tool gave. Nothing is allocated in the handler
 // (write(2) only). Handlers installed before ours (an embedding engine's) are
 // called after the report, so they keep working.
+//
+// With the report installed, a process exit through exit() while a loading
+// breadcrumb is active on the exiting thread (a library constructor or a
+// plugin's module code calling exit(0), exit(3)) is reported too, by an
+// exit handler registered once (on_exit; write(2) then _exit):
+//   ge-run: error: op library /opp/lib.so called exit(0) while loading
+// The loading breadcrumb's text is "loading <subject>"; the report names the
+// subject. The process then ends with exit's code, or 1 when that was 0 (never
+// a success). _exit()/_Exit() and quick_exit() skip exit handlers: a library
+// calling them in its constructors ends the process unreported.
 #pragma once
 
 namespace ge {

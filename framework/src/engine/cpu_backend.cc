@@ -52,6 +52,7 @@ void SafeWriteNumber(uint64_t v) {
   SafeWrite(buf + i);
 }
 std::once_flag g_handlers_once;
+constexpr int kExitWhileLoadingCode = 1;  // exit(0) while loading: never a success
 constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 struct sigaction g_previous[NSIG];
 std::atomic<int> g_kernels_running{0};  // threads inside kernel code (for the exit() guard)
@@ -112,6 +113,25 @@ void ExitGuard() {
   }
 }
 
+// A plugin or op library calling exit() while it is loaded (its static
+// constructors, its module code) would otherwise end the process with the
+// code it chose, 0 included, reporting nothing (ge/crash_report.h). Runs on
+// the exiting thread, whose breadcrumb names what it was loading.
+void ExitWhileLoading(int status, void*) {
+  const char* what = t_breadcrumb;
+  if (what == nullptr || !t_breadcrumb_loading) return;
+  static const char kLoading[] = "loading ";
+  if (std::strncmp(what, kLoading, sizeof(kLoading) - 1) == 0) what += sizeof(kLoading) - 1;
+  const char* prefix = g_report_prefix.load();
+  SafeWrite(prefix != nullptr ? prefix : "ge: error: ");
+  SafeWrite(what);
+  SafeWrite(" called exit(");
+  if (status < 0) SafeWrite("-");
+  SafeWriteNumber(status < 0 ? -static_cast<int64_t>(status) : status);
+  SafeWrite(") while loading\n");
+  _exit(status != 0 ? status : kExitWhileLoadingCode);
+}
+
 void InstallHandlers() {
   std::call_once(g_handlers_once, [] {
     for (int sig : kSignals) {
@@ -122,6 +142,7 @@ void InstallHandlers() {
       sigaction(sig, &sa, &g_previous[sig]);
     }
     std::atexit(ExitGuard);
+    ::on_exit(ExitWhileLoading, nullptr);  // glibc: unlike atexit, it is given exit()'s status
   });
 }
 

@@ -267,12 +267,24 @@ class Builder {
     // A link leaving its opp folder is refused, and must not hide the plugin
     // it points at: it is keyed by its own path.
     auto [first, fresh_file] = seen_.emplace(c.escapes ? c.path : c.real_path, c.path);
+    std::string first_entry = first->second;
+    // An op library hard-linked under another name is the same file too
+    // (dlopen would return the first one's handle): keyed by (device, inode).
+    struct stat id_st {};
+    if (fresh_file && c.is_op_library && !c.escapes && ::stat(c.real_path.c_str(), &id_st) == 0) {
+      auto [same, fresh_id] = seen_ids_.emplace(std::make_pair(id_st.st_dev, id_st.st_ino), c.path);
+      if (!fresh_id) {
+        seen_.erase(first);
+        first_entry = same->second;
+        fresh_file = false;
+      }
+    }
     if (!fresh_file) {
-      if (first->second != c.path) {
+      if (first_entry != c.path) {
         PluginRecord r = ProblemRecord(c.name, c.path, PluginStatus::kConflict, "conflict",
-                                       c.path + " is the same file as " + first->second +
+                                       c.path + " is the same file as " + first_entry +
                                            ", already a plugin (a file is loaded once; first in path order wins)");
-        r.conflicts_with = first->second;
+        r.conflicts_with = first_entry;
         out_.problems.push_back(std::move(r));
       }
       return;
@@ -495,6 +507,7 @@ class Builder {
   const DiscoverOptions& opts_;
   Discovery out_;
   std::map<std::string, std::string> seen_;  // real path -> the entry that named it first
+  std::map<std::pair<dev_t, ino_t>, std::string> seen_ids_;  // op libraries: (device, inode) -> that entry
   std::map<std::string, std::string> owners_;  // plugin name -> path of its first plugin
   std::set<std::pair<std::string, std::string>> problems_seen_;  // (path, message)
   std::map<std::string, std::string> root_reasons_;             // opp folder -> its verdict

@@ -76,6 +76,11 @@ struct HostOptions {
   // implementation-only plugin against the libraries of the opp path. A
   // library that fails to load is a warning in the log.
   std::vector<std::string> prototype_libraries;
+  // Op libraries (path, one-line error) that failed to load: an
+  // implementation-only plugin whose op_type one of them prototypes is told so
+  // ("op library X, which prototypes it, failed to load: ...") instead of
+  // "actual none". Nothing of them is used.
+  std::vector<std::pair<std::string, std::string>> failed_libraries;
 };
 
 // What happened to one plugin: the record the registry keeps too
