@@ -332,6 +332,23 @@ struct PluginHost::Impl {
     std::vector<std::pair<InferShapeKernelFunc, InferDataTypeKernelFunc>> bound_infer;
   };
 
+  // The record of each op a loading plugin makes: its capabilities (with
+  // infer_meta when a bound C++ prototype has IMPL_OP functions) and the op
+  // library whose prototype it binds to.
+  static std::vector<plugin::OpRecord> OpRecordsOf(const Loading& l) {
+    std::vector<plugin::OpRecord> ops;
+    for (std::size_t i = 0; i < l.made.size(); ++i) {
+      plugin::OpRecord op;
+      op.op_type = l.made[i]->GetSchema().op_type;
+      uint32_t caps = l.made[i]->GetCapabilities();
+      if (i < l.bound_infer.size() && l.bound_infer[i].first != nullptr) caps = caps | CustomOpCapability::kInferMeta;
+      op.capabilities = CapabilityNames(caps);
+      if (i < l.bound.size()) op.prototype_library = l.bound[i];
+      ops.push_back(std::move(op));
+    }
+    return ops;
+  }
+
   void Fail(Loading& l, const ErrorInfo& e, const char* kind, plugin::PluginStatus status = plugin::PluginStatus::kError) {
     PluginReport& r = l.report;
     r.status = status;
@@ -498,15 +515,7 @@ struct PluginHost::Impl {
              "op_type '" + a->GetSchema().op_type + "' from " + c.path + " conflicts with the one from " +
                  existing->source + ConflictRule(existing->source));
         // The ops it would have registered (as the registry lists them).
-        for (std::size_t i = 0; i < l.made.size(); ++i) {
-          plugin::OpRecord op;
-          op.op_type = l.made[i]->GetSchema().op_type;
-          uint32_t caps = l.made[i]->GetCapabilities();
-          if (i < l.bound_infer.size() && l.bound_infer[i].first != nullptr) caps = caps | CustomOpCapability::kInferMeta;
-          op.capabilities = CapabilityNames(caps);
-          if (i < l.bound.size()) op.prototype_library = l.bound[i];
-          l.report.ops.push_back(std::move(op));
-        }
+        l.report.ops = OpRecordsOf(l);
         try {
           entry.attr("abandon")(c.name, before, l.sub);
         } catch (const bp::error_already_set&) {
@@ -579,15 +588,7 @@ struct PluginHost::Impl {
       done.push_back(a->GetSchema().op_type);
     }
     r.status = plugin::PluginStatus::kOk;
-    for (std::size_t i = 0; i < l.made.size(); ++i) {
-      plugin::OpRecord op;
-      op.op_type = l.made[i]->GetSchema().op_type;
-      uint32_t caps = l.made[i]->GetCapabilities();
-      if (i < l.bound_infer.size() && l.bound_infer[i].first != nullptr) caps = caps | CustomOpCapability::kInferMeta;
-      op.capabilities = CapabilityNames(caps);
-      if (i < l.bound.size()) op.prototype_library = l.bound[i];
-      r.ops.push_back(std::move(op));
-    }
+    r.ops = OpRecordsOf(l);
     sources.push_back(l.plugin.path);
     if (!l.sub) main_loaded.emplace_back(l.plugin.name, l.keys);
     adapters.insert(adapters.end(), l.made.begin(), l.made.end());
