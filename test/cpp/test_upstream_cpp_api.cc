@@ -602,6 +602,44 @@ BOOST_AUTO_TEST_CASE(runtime_attrs_typed_readers) {
   BOOST_CHECK(attrs.GetTensor(0) == nullptr);
 }
 
+BOOST_AUTO_TEST_CASE(runtime_attrs_list_readers_survive_copies_and_moves) {
+  // GE's GetListInt / GetListFloat (gert::TypedContinuousVector views).
+  std::vector<AttrValue> values;
+  values.emplace_back(std::vector<int64_t>{3, -1, 4});
+  values.emplace_back(std::vector<float>{0.5f, 1.5f});
+  values.emplace_back(int64_t{2});
+  values.emplace_back(std::vector<int64_t>{});
+  auto check = [](const gert::RuntimeAttrs& a) {
+    const gert::TypedContinuousVector<int64_t>* li = a.GetListInt(0);
+    BOOST_REQUIRE(li != nullptr);
+    BOOST_REQUIRE_EQUAL(li->GetSize(), 3U);
+    BOOST_CHECK_EQUAL(li->GetCapacity(), 3U);
+    BOOST_CHECK_EQUAL(li->GetData()[0], 3);
+    BOOST_CHECK_EQUAL(li->GetData()[2], 4);
+    const gert::TypedContinuousVector<float>* lf = a.GetListFloat(1);
+    BOOST_REQUIRE(lf != nullptr);
+    BOOST_REQUIRE_EQUAL(lf->GetSize(), 2U);
+    BOOST_CHECK_EQUAL(lf->GetData()[1], 1.5f);
+    BOOST_CHECK(a.GetListInt(1) == nullptr);   // a float list
+    BOOST_CHECK(a.GetListFloat(0) == nullptr);  // an int list
+    BOOST_CHECK(a.GetListInt(2) == nullptr);   // a scalar
+    BOOST_CHECK(a.GetListInt(9) == nullptr);   // out of range
+    BOOST_REQUIRE(a.GetListInt(3) != nullptr);
+    BOOST_CHECK_EQUAL(a.GetListInt(3)->GetSize(), 0U);
+  };
+  RuntimeAttrs original(std::move(values));
+  check(original);
+  // A copy's views point into the copy, not into the original.
+  auto copy = std::make_unique<RuntimeAttrs>(original);
+  BOOST_CHECK(copy->GetListInt(0)->GetData() != original.GetListInt(0)->GetData());
+  RuntimeAttrs assigned;
+  assigned = *copy;
+  copy.reset();
+  check(assigned);
+  RuntimeAttrs moved(std::move(assigned));
+  check(moved);
+}
+
 BOOST_AUTO_TEST_CASE(tensor_formats) {
   TensorDesc d(Shape{1, 2, 3, 4}, DT_FLOAT16);
   d.format = StorageFormat(FORMAT_NCHW, FORMAT_NC1HWC0);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ge/op/attrs.h"
+#include "exe_graph/runtime/continuous_vector.h"
 #include "exe_graph/runtime/tensor.h"
 
 namespace gert {

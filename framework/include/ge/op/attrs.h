@@ -49,11 +49,51 @@ using AttrValue = std::variant<int64_t, float, bool, std::string, DataType, Tens
 
 inline AttrType TypeOf(const AttrValue& v) noexcept { return static_cast<AttrType>(v.index()); }
 
+}  // namespace ge
+
+namespace gert {
+
+// GE's read-only view of a list attribute (exe_graph/runtime/continuous_vector.h):
+// GetSize() elements at GetData(). Borrowed from the RuntimeAttrs that handed it
+// out and valid as long as that object lives; GetCapacity() equals GetSize()
+// (nothing here grows a list).
+template <typename T>
+class TypedContinuousVector {
+ public:
+  TypedContinuousVector() = default;
+  TypedContinuousVector(const T* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  std::size_t GetSize() const noexcept { return size_; }
+  std::size_t GetCapacity() const noexcept { return size_; }
+  const T* GetData() const noexcept { return data_; }
+
+ private:
+  const T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace gert
+
+namespace ge {
+
 // Attribute values of one node, in the IR's attribute order (gert::RuntimeAttrs).
+// Immutable once built; reading from several threads is safe.
 class RuntimeAttrs {
  public:
   RuntimeAttrs() = default;
-  explicit RuntimeAttrs(std::vector<AttrValue> values) : values_(std::move(values)) {}
+  explicit RuntimeAttrs(std::vector<AttrValue> values) : values_(std::move(values)) { IndexLists(); }
+  // A copy indexes its own lists; a move keeps the views valid (the values'
+  // buffers move with them).
+  RuntimeAttrs(const RuntimeAttrs& other) : values_(other.values_) { IndexLists(); }
+  RuntimeAttrs& operator=(const RuntimeAttrs& other) {
+    if (this != &other) {
+      values_ = other.values_;
+      IndexLists();
+    }
+    return *this;
+  }
+  RuntimeAttrs(RuntimeAttrs&&) noexcept = default;
+  RuntimeAttrs& operator=(RuntimeAttrs&&) noexcept = default;
+  ~RuntimeAttrs() = default;
 
   std::size_t GetAttrNum() const noexcept { return values_.size(); }
   // Borrowed pointer valid while this RuntimeAttrs lives; null when the index is
@@ -79,11 +119,34 @@ class RuntimeAttrs {
     const TensorAttr* t = GetAttrPointer<TensorAttr>(index);
     return t != nullptr ? t->get() : nullptr;
   }
+  // GE's list readers: a VT_LIST_INT / VT_LIST_FLOAT attribute as a
+  // TypedContinuousVector; null when the index is out of range or the
+  // attribute has another type. Borrowed like GetAttrPointer.
+  const gert::TypedContinuousVector<int64_t>* GetListInt(std::size_t index) const noexcept {
+    return index < values_.size() && std::holds_alternative<std::vector<int64_t>>(values_[index]) ? &int_lists_[index]
+                                                                                                 : nullptr;
+  }
+  const gert::TypedContinuousVector<float>* GetListFloat(std::size_t index) const noexcept {
+    return index < values_.size() && std::holds_alternative<std::vector<float>>(values_[index]) ? &float_lists_[index]
+                                                                                               : nullptr;
+  }
   const AttrValue& At(std::size_t index) const { return values_.at(index); }
   const std::vector<AttrValue>& Values() const noexcept { return values_; }
 
  private:
+  void IndexLists() {
+    int_lists_.assign(values_.size(), {});
+    float_lists_.assign(values_.size(), {});
+    for (std::size_t i = 0; i < values_.size(); ++i) {
+      if (const auto* v = std::get_if<std::vector<int64_t>>(&values_[i])) int_lists_[i] = {v->data(), v->size()};
+      if (const auto* v = std::get_if<std::vector<float>>(&values_[i])) float_lists_[i] = {v->data(), v->size()};
+    }
+  }
+
   std::vector<AttrValue> values_;
+  // Views of the list values, by attribute index (empty views for the rest).
+  std::vector<gert::TypedContinuousVector<int64_t>> int_lists_;
+  std::vector<gert::TypedContinuousVector<float>> float_lists_;
 };
 
 }  // namespace ge
