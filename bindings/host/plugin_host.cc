@@ -448,7 +448,10 @@ struct PluginHost::Impl {
       // without a Python prototype binds to the one of its op_type.
       bp::dict library_irs;
       for (const auto& [op_type, proto] : cpp_protos) library_irs[op_type] = py::SchemaToDict(*proto.schema);
-      bp::dict collected = bp::extract<bp::dict>(entry.attr("collect")(c.name, before, l.sub, library_irs));
+      bp::dict failed_libraries;
+      for (const auto& [op_type, lib] : failed_protos) failed_libraries[op_type] = bp::make_tuple(lib.first, lib.second);
+      bp::dict collected =
+          bp::extract<bp::dict>(entry.attr("collect")(c.name, before, l.sub, library_irs, failed_libraries));
       bp::list impls = bp::extract<bp::list>(collected["impls"]);
       bp::list own_protos = bp::extract<bp::list>(collected["protos"]);
       for (Py_ssize_t i = 0; i < bp::len(own_protos); ++i) {
@@ -502,7 +505,6 @@ struct PluginHost::Impl {
       }
     } catch (const bp::error_already_set&) {
       Fail(l, py::FetchPythonError(c.name, c.path, "validation"), "validation");
-      NameFailedLibrary(l.report.error.message);
       return;
     }
     // First in path order wins: a plugin defining an op_type that is already
@@ -526,23 +528,11 @@ struct PluginHost::Impl {
     }
   }
 
-  // "canonical IR not found ... actual none" for an op_type that a library
-  // which failed prototypes: say so.
-  void NameFailedLibrary(std::string& message) const {
-    if (message.find("canonical IR not found") == std::string::npos) return;
-    for (const auto& [op_type, lib] : failed_protos) {
-      if (message.find(": " + op_type + " (descriptor key") == std::string::npos &&
-          message.find("op_type '" + op_type + "' (") == std::string::npos) {
-        continue;
-      }
-      message += "; op library " + lib.first + ", which prototypes it, failed to load: " + lib.second;
-      return;
-    }
-  }
-
-  // Why the op already registered wins over a Python plugin's.
-  std::string ConflictRule(const std::string& existing) const {
+  // Why the op already registered (from `existing`) wins over a Python
+  // plugin's (or, with `library`, over a later op library's).
+  std::string ConflictRule(const std::string& existing, bool library = false) const {
     if (existing == "builtin") return " (a built-in op cannot be replaced)";
+    if (library) return " (the first op library in path order wins)";
     if (library_sources.count(existing)) return " (op libraries load before Python plugins: the library's op wins)";
     return " (first in path order wins)";
   }
@@ -728,21 +718,26 @@ struct PluginHost::Impl {
       }
     }
     for (auto& l : batch) {
-      if (!l.go_on) continue;
-      for (const auto& f : l.regs.infer_funcs) {
-        auto it = cpp_protos.find(f.op_type);
-        if (it == cpp_protos.end()) continue;  // reported with the custom ops below when it matters
-        if (f.infer_shape && !it->second.infer_shape) it->second.infer_shape = f.infer_shape;
-        if (f.infer_datatype && !it->second.infer_datatype) it->second.infer_datatype = f.infer_datatype;
-      }
+      if (l.go_on) AttachInferFuncs(l.regs.infer_funcs);
     }
   }
 
-  // A C++ custom op's capabilities: the interfaces its class implements
-  // (ge::CustomOpCast), read from one instance made for the purpose.
+  // IMPL_OP functions join the prototype of their op_type (the first given
+  // for each wins); those of an op_type without prototype are unused.
+  void AttachInferFuncs(const std::vector<RegisteredInferFuncs>& funcs) {
+    for (const auto& f : funcs) {
+      auto it = cpp_protos.find(f.op_type);
+      if (it == cpp_protos.end()) continue;
+      if (f.infer_shape && !it->second.infer_shape) it->second.infer_shape = f.infer_shape;
+      if (f.infer_datatype && !it->second.infer_datatype) it->second.infer_datatype = f.infer_datatype;
+    }
+  }
+
   // Registers a library's custom ops, all or nothing: each needs a prototype
-  // of its op_type from some loaded library, an instance its creator makes,
-  // and an op_type nobody registered before (else the library is a conflict).
+  // of its op_type from some loaded library, an instance its creator makes
+  // (its capabilities are the interfaces that instance's class implements,
+  // ge::OpCapabilities), and an op_type nobody registered before (else the
+  // library is a conflict).
   void CommitLibrary(LibraryLoading& l) {
     PluginReport& r = l.report;
     // First every custom op's registration (a probe instance each: every
@@ -799,9 +794,7 @@ struct PluginHost::Impl {
         r.conflicts_with = existing->source;
         return StopLibrary(l, plugin::PluginStatus::kConflict, "conflict",
                            "op_type '" + op_type + "' from " + l.lib.path + " conflicts with the one from " +
-                               existing->source + (existing->source == "builtin"
-                                                       ? std::string(" (a built-in op cannot be replaced)")
-                                                       : std::string(" (the first op library in path order wins)")));
+                               existing->source + ConflictRule(existing->source, /*library=*/true));
       }
       if (Status st = registry.Register(std::move(regs[i])); !st.ok()) {
         undo();
@@ -888,12 +881,7 @@ struct PluginHost::Impl {
       for (const auto& p : load.registrations.prototypes) {
         if (p.schema && p.error.empty()) cpp_protos.emplace(p.op_type, CppPrototype{p.schema, path, nullptr, nullptr, true});
       }
-      for (const auto& f : load.registrations.infer_funcs) {
-        auto it = cpp_protos.find(f.op_type);
-        if (it == cpp_protos.end()) continue;
-        if (f.infer_shape && !it->second.infer_shape) it->second.infer_shape = f.infer_shape;
-        if (f.infer_datatype && !it->second.infer_datatype) it->second.infer_datatype = f.infer_datatype;
-      }
+      AttachInferFuncs(load.registrations.infer_funcs);
     }
   }
 

@@ -90,13 +90,23 @@ def _library_proto(ir):
                           tuple((name, index) for name, index in ir["mutates"]), _proto.return_form(outputs))
 
 
-def collect(name, before, subinterpreter, library_irs=None):
+def _failed_library_note(failed_libraries, op_type):
+    """"; op library L, which prototypes it, failed to load: E" when a failed
+    op library prototyped ``op_type``, else ""."""
+    failed = (failed_libraries or {}).get(op_type)
+    return "" if failed is None else f"; op library {failed[0]}, which prototypes it, failed to load: {failed[1]}"
+
+
+def collect(name, before, subinterpreter, library_irs=None, failed_libraries=None):
     """Validate what the plugin registered and describe each implementation.
 
     ``library_irs``: optional dict op_type -> IR dict of the C++ prototypes the
     host loaded from op libraries; an implementation without a Python
     prototype of its op_type binds to the one there, with the same signature
-    validation (share/docs/op-packages.md).
+    validation (share/docs/op-packages.md). ``failed_libraries``: optional dict
+    op_type -> (library path, its one-line error) of the prototypes of op
+    libraries that failed to load; a "canonical IR not found" for such an
+    op_type says so.
 
     Returns ``{"impls": [...], "protos": [op_type, ...]}``: the implementations,
     sorted by op_type, as ``{"op_type", "descriptor_key", "cls", "ir" (the
@@ -116,6 +126,9 @@ def collect(name, before, subinterpreter, library_irs=None):
         except RuntimeError as exc:
             if str(exc).startswith("canonical IR not found"):
                 exc.__ge_kind__ = "prototype"
+                note = _failed_library_note(failed_libraries, getattr(exc, "__ge_op_type__", None))
+                if note:
+                    _reword(exc, f"{exc}{note}")
             raise
         irs = {ir["op_type"]: ir for ir in collected["protos"]}
         out = []
@@ -128,7 +141,8 @@ def collect(name, before, subinterpreter, library_irs=None):
             elif op_type in library:
                 ir, proto, bound = library_irs[op_type], None, True
             else:
-                exc = RuntimeError(f"op_type '{op_type}' ({key}): canonical IR not found")
+                exc = RuntimeError(f"op_type '{op_type}' ({key}): canonical IR not found"
+                                   f"{_failed_library_note(failed_libraries, op_type)}")
                 exc.__ge_kind__ = "prototype"
                 raise exc
             out.append({

@@ -128,9 +128,11 @@ def validate_impl(descriptor: Any, method_name: str, proto: Any) -> None:
                          f"{', '.join(SCHEMA_METHODS)}")
     op_type, key = descriptor.op_type, descriptor.descriptor_key
     if proto is None:
-        raise RuntimeError(f"canonical IR not found for schema-bound {method_name}: {op_type} "
-                           f"(descriptor key {key}): expected a prototype registered with "
-                           f"register_op(op_type='{op_type}') or by an op library (REG_OP), actual none")
+        missing = RuntimeError(f"canonical IR not found for schema-bound {method_name}: {op_type} "
+                               f"(descriptor key {key}): expected a prototype registered with "
+                               f"register_op(op_type='{op_type}') or by an op library (REG_OP), actual none")
+        missing.__ge_op_type__ = op_type  # for the host's note on a failed op library (ge._entry.collect)
+        raise missing
     proto = canonical_ir(proto)
     if proto.op_type != op_type:
         raise ValueError(f"op_type '{op_type}' (descriptor key {key}) method {method_name}: "
