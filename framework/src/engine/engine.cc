@@ -464,13 +464,10 @@ std::vector<TensorDesc> InferNodeMeta(CompiledNode& c, const std::string& unknow
     CheckInferredShapes(c, "infer_meta");
     return ictx.Outputs();
   }
-  if (auto* si = CustomOpCast<ShapeInferOp>(c.op)) {
+  // The op's ShapeInferOp, else the IMPL_OP functions (InferShapeAndDataType takes null for those).
+  auto* si = CustomOpCast<ShapeInferOp>(c.op);
+  if (si != nullptr || c.infer_shape != nullptr) {
     InferShapeAndDataType(c, si);
-    CheckInferredShapes(c, "InferShape");
-    return *c.inferred;
-  }
-  if (c.infer_shape != nullptr) {
-    InferShapeAndDataType(c, nullptr);
     CheckInferredShapes(c, "InferShape");
     return *c.inferred;
   }
