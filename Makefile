@@ -7,12 +7,15 @@
 #   make bench  runs the benchmarks and prints their figures
 #   make sanitize  builds with ASan + UBSan in build-sanitize/ and runs the test
 #               suites under them (not part of make test)
+#   make deb    builds the Debian package (CPack) in build-deb/ for /usr and
+#               runs lintian on it
 BUILD ?= build
 JOBS ?= $(shell nproc)
 PYTHON := /usr/bin/python3
 DEB_PACKAGES := cmake make g++ ccache python3 python3-dev python3-numpy python3-pytest \
   libboost-python-dev libboost-filesystem-dev libboost-program-options-dev libboost-test-dev \
-  libspdlog-dev nlohmann-json3-dev libbenchmark-dev pkgconf binutils mypy
+  libspdlog-dev nlohmann-json3-dev libbenchmark-dev pkgconf binutils mypy \
+  libsystemd-dev systemd help2man dpkg-dev fakeroot lintian
 
 PREFIX ?= /usr/local
 # ccache: paths relative to the checkout, so that another clone of the project
@@ -21,8 +24,10 @@ export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
 SANITIZE_BUILD ?= build-sanitize
+# The Debian package's build: beside $(BUILD), so that ccache reuses its objects.
+DEB_BUILD ?= $(BUILD)-deb
 
-.PHONY: all deps configure build run test bench install clean sanitize
+.PHONY: all deps configure build run test bench install clean sanitize deb
 
 all: build
 
@@ -84,5 +89,10 @@ sanitize: deps
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
+# The .deb lands in $(DEB_BUILD)/deb/; lintian's verdict is printed (errors fail).
+deb: deps
+	test/install/build_deb.sh . $(DEB_BUILD) $(JOBS)
+	lintian --fail-on error $(DEB_BUILD)/deb/*.deb
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(DEB_BUILD)

@@ -20,6 +20,7 @@
 #include "cache_write.h"
 #include "ge/plugin/cache.h"
 #include "ge/plugin/discovery.h"
+#include "ge_version.h"
 #include "paths.h"
 #include "refresh.h"
 
@@ -33,6 +34,52 @@ namespace {
 constexpr const char* kUsage =
     "usage: ge-plugin-ls [--opp-path P] [--json] [--no-daemon] [--socket PATH] [--cache PATH] [--op OP_TYPE]\n"
     "                    [--status S] [--check PATH] [--rescan] [--timeout S] [--allow-insecure] [--log-level L]";
+
+// --help: usage, what the tool does, then (after the options) exit status,
+// environment and files; help2man makes ge-plugin-ls(1) of it
+// (share/cmake/GePluginMan.cmake): keep the paragraph titles.
+constexpr const char* kHelpHead =
+    "Usage: ge-plugin-ls [OPTION]...\n"
+    "List the installed GE plugins (Python plugins and C++ op libraries of the opp path): their ops, each op's\n"
+    "capabilities (eager execute, compile, annotated launch args, infer_meta), isolation and status (ok, error,\n"
+    "conflict, crashed, hung, exited, insecure, missing) with the reason. The listing comes from the registry\n"
+    "daemon (ge-plugin-registryd) when it serves the same opp path, else from a fresh cache, else from a scan\n"
+    "of its own in ge-plugin-scan children (a crashing or hanging plugin is marked, never fatal). --check\n"
+    "validates plugins for their authors, with a hint per problem. --json output carries the tool's \"version\".\n"
+    "See share/docs/registry.md.\n";
+constexpr const char* kHelpTail =
+    "\n"
+    "Exit status:\n"
+    "  0   success\n"
+    "  1   problems found where asked (--check found problems, --op or --status matched nothing, --rescan\n"
+    "      refused or failed) or a runtime error\n"
+    "  2   usage error (bad option, no opp path and no daemon)\n"
+    "\n"
+    "Environment:\n"
+    "  ASCEND_CUSTOM_OPP_PATH  the opp path when --opp-path is not given (':'-separated files and folders)\n"
+    "  GE_PLUGIN_REGISTRY_SOCKET  the daemon's socket when --socket is not given\n"
+    "  GE_PLUGIN_REGISTRY_CACHE   the cache file when --cache is not given\n"
+    "  XDG_RUNTIME_DIR, XDG_CACHE_HOME\n"
+    "                          where a user's own socket and cache are (see Files)\n"
+    "  GE_PLUGIN_SCAN          the scanner child to run (default: ge-plugin-scan of the installation)\n"
+    "  GE_LOG_LEVEL            log level when --log-level is not given\n"
+    "  NO_COLOR                no colours in the table even on a terminal\n"
+    "\n"
+    "Files:\n"
+    "  /run/ge-plugin-registry/registry.sock\n"
+    "                          the system daemon's socket (used when a user has no daemon of their own)\n"
+    "  $XDG_RUNTIME_DIR/ge-plugin-registry.sock\n"
+    "                          a user's own daemon's socket (/tmp/ge-plugin-registry-UID/registry.sock without\n"
+    "                          XDG_RUNTIME_DIR)\n"
+    "  /var/cache/ge-plugin-registry/registry.json\n"
+    "                          the system daemon's cache (root's default)\n"
+    "  $XDG_CACHE_HOME/ge-plugin/registry.json\n"
+    "                          a user's cache (~/.cache/ge-plugin/registry.json), with its listing index\n"
+    "                          registry.json.list beside it\n"
+    "  PREFIX/libexec/ge-plugin/ge-plugin-scan\n"
+    "                          the scanner child (internal)\n"
+    "\n"
+    "Documentation: share/docs/registry.md (PREFIX/share/ge-plugin/docs/registry.md of the installation).\n";
 
 const std::set<std::string> kStatuses = {"ok", "error", "conflict", "crashed", "hung", "exited", "insecure", "missing"};
 
@@ -350,6 +397,7 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
     j["path"] = PathText(path);
     j["plugins"] = reports;
     j["ok"] = total_problems == 0;
+    j["version"] = kVersion;
     out << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   } else {
     out << text.str();
@@ -368,8 +416,8 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
   std::string opp_path, socket_path, cache_path, op, status, check, log_level;
   bool json_out = false, no_daemon = false, rescan = false, allow_insecure = false;
   double timeout_s = kDefaultScanTimeoutS;
-  po::options_description desc("options");
-  desc.add_options()("help,h", "show this help")(
+  po::options_description desc("Options");
+  desc.add_options()("help,h", "show this help and exit")("version", "print the version and exit")(
       "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
       "json", po::bool_switch(&json_out), "print JSON")("no-daemon", po::bool_switch(&no_daemon),
                                                         "do not ask the registry daemon (read the cache or scan)")(
@@ -393,7 +441,11 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
               vm);
     po::notify(vm);
     if (vm.count("help")) {
-      out << kUsage << "\n\n" << desc;
+      out << kHelpHead << "\n" << desc << kHelpTail;
+      return 0;
+    }
+    if (vm.count("version")) {
+      out << VersionLine("ge-plugin-ls") << "\n";
       return 0;
     }
     if (!status.empty() && !kStatuses.count(status)) {
@@ -486,7 +538,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     // needs no JSON parsing at all.
     if (!rescan && json_out && op.empty() && status.empty()) {
       if (auto fresh = FreshListJson(cpath, entries, ropts.allow_insecure)) {
-        out << "{\"plugins\":" << *fresh << ",\"source\":\"cache\"}\n";
+        out << "{\"plugins\":" << *fresh << ",\"source\":\"cache\",\"version\":\"" << kVersion << "\"}\n";
         return 0;
       }
     }
@@ -526,7 +578,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
   const bool filtered = !op.empty() || !status.empty();
   if (filtered) plugins = Filter(plugins, op, status);
   if (json_out) {
-    json j = {{"plugins", std::move(plugins)}, {"source", source}};
+    json j = {{"plugins", std::move(plugins)}, {"source", source}, {"version", kVersion}};
     out << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
     return filtered && j["plugins"].empty() ? 1 : 0;
   }

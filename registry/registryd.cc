@@ -29,6 +29,8 @@
 #include "paths.h"
 #include "refresh.h"
 #include "ge/text.h"
+#include "ge_version.h"
+#include "systemd.h"
 
 namespace asio = boost::asio;
 namespace po = boost::program_options;
@@ -55,6 +57,57 @@ constexpr const char* kUsage =
     "usage: ge-plugin-registryd [--opp-path P] [--socket PATH] [--cache PATH] [--foreground] [--log-level L]\n"
     "                           [--timeout S] [--jobs N] [--socket-group G] [--allow-insecure]\n"
     "                           [--max-connections N] [--idle-timeout S]";
+
+// --help: usage, what the daemon does, then (after the options) exit status,
+// environment and files; help2man makes ge-plugin-registryd(8) of it
+// (share/cmake/GePluginMan.cmake): keep the paragraph titles.
+constexpr const char* kHelpHead =
+    "Usage: ge-plugin-registryd [OPTION]...\n"
+    "The machine-wide registry of GE plugins: scans the plugins of the opp path in ge-plugin-scan children\n"
+    "(a plugin that crashes, hangs or exits is marked, never fatal), keeps the result in a cache, watches the\n"
+    "opp folders with inotify (changes are rescanned within a second) and serves the listing to ge-plugin-ls\n"
+    "over a Unix socket (line-delimited JSON: list, show, rescan, status). Without --foreground it detaches once\n"
+    "the socket is served. Under systemd (share/systemd/) it takes the socket from socket activation and says\n"
+    "READY=1 once serving (Type=notify). SIGTERM and SIGINT stop it (the socket removed); SIGHUP rescans every\n"
+    "plugin. See share/docs/registry.md.\n";
+constexpr const char* kHelpTail =
+    "\n"
+    "Exit status:\n"
+    "  0   stopped by a signal (or, detaching, the daemon is serving)\n"
+    "  1   cannot start: another daemon serves the socket, the socket path is unusable, cannot bind\n"
+    "  2   usage error (bad option, no opp path)\n"
+    "\n"
+    "Environment:\n"
+    "  ASCEND_CUSTOM_OPP_PATH  the opp path when --opp-path is not given (':'-separated files and folders)\n"
+    "  GE_PLUGIN_REGISTRY_SOCKET  the socket when --socket is not given\n"
+    "  GE_PLUGIN_REGISTRY_CACHE   the cache file when --cache is not given\n"
+    "  RUNTIME_DIRECTORY, CACHE_DIRECTORY\n"
+    "                          systemd's folders (RuntimeDirectory=, CacheDirectory=): the socket is\n"
+    "                          RUNTIME_DIRECTORY/registry.sock, the cache CACHE_DIRECTORY/registry.json\n"
+    "  XDG_RUNTIME_DIR, XDG_CACHE_HOME\n"
+    "                          where a user's own daemon puts its socket and cache (see Files)\n"
+    "  LISTEN_FDS, LISTEN_PID  socket activation: the socket to serve (the .socket unit)\n"
+    "  NOTIFY_SOCKET           systemd's notification socket (Type=notify)\n"
+    "  GE_PLUGIN_SCAN          the scanner child to run (default: ge-plugin-scan of the installation)\n"
+    "  GE_LOG_LEVEL            log level when --log-level is not given (default warn)\n"
+    "\n"
+    "Files:\n"
+    "  /run/ge-plugin-registry/registry.sock\n"
+    "                          the system daemon's socket (root's default; the .socket unit's)\n"
+    "  /var/cache/ge-plugin-registry/registry.json\n"
+    "                          the system daemon's cache (root's default; the unit's CacheDirectory=), with\n"
+    "                          its listing index registry.json.list beside it\n"
+    "  $XDG_RUNTIME_DIR/ge-plugin-registry.sock\n"
+    "                          a user's daemon's socket (/tmp/ge-plugin-registry-UID/registry.sock without\n"
+    "                          XDG_RUNTIME_DIR)\n"
+    "  $XDG_CACHE_HOME/ge-plugin/registry.json\n"
+    "                          a user's daemon's cache (~/.cache/ge-plugin/registry.json)\n"
+    "  PREFIX/lib/systemd/system/ge-plugin-registryd.service, ge-plugin-registryd.socket\n"
+    "                          the systemd units\n"
+    "  PREFIX/libexec/ge-plugin/ge-plugin-scan\n"
+    "                          the scanner child (internal)\n"
+    "\n"
+    "Documentation: share/docs/registry.md (PREFIX/share/ge-plugin/docs/registry.md of the installation).\n";
 
 // Logs a warning at most once per interval for each key, counting the ones
 // suppressed in between: a client that makes accept fail cannot flood the log.
@@ -173,7 +226,9 @@ class Daemon {
       std::lock_guard<std::mutex> l(qmu_);
       qcv_.notify_all();
     }
-    ::unlink(socket_path_.c_str());
+    NotifyStopping();
+    // A socket passed by systemd is the socket unit's to remove.
+    if (inherited_fd < 0) ::unlink(socket_path_.c_str());
     io_.stop();
   }
 
@@ -182,6 +237,9 @@ class Daemon {
   }
 
   State state;
+  // A listening socket passed by socket activation (systemd.h), served instead
+  // of binding socket_path; -1: none. Set before Start().
+  int inherited_fd = -1;
 
  private:
   // ---- scanning -----------------------------------------------------------------------------
@@ -347,6 +405,16 @@ class Daemon {
 
   // ---- socket ---------------------------------------------------------------------------------
   bool Bind(std::string* why) {
+    if (inherited_fd >= 0) {
+      boost::system::error_code aec;
+      acceptor_.assign(stream_protocol(), inherited_fd, aec);
+      if (aec) {
+        *why = "cannot serve the socket passed by systemd (" + socket_path_ + "): " + aec.message();
+        return false;
+      }
+      log_->info("serving {} (socket activation; {} plugin(s))", socket_path_, state.Get()->order.size());
+      return true;
+    }
     const stdfs::path sp(socket_path_);
     std::error_code ec;
     if (sp.has_parent_path() && !stdfs::exists(sp.parent_path(), ec)) {
@@ -513,7 +581,7 @@ class Daemon {
         return;
       }
       c->hello = true;
-      Reply(c, {{"ok", true}, {"protocol", kProtocolVersion}, {"server", "ge-plugin-registryd"}, {"version", "0.1.0"},
+      Reply(c, {{"ok", true}, {"protocol", kProtocolVersion}, {"server", "ge-plugin-registryd"}, {"version", kVersion},
                 {"max_message_bytes", kMaxMessageBytes}});
       return;
     }
@@ -666,8 +734,8 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
   ServeLimits limits;
   double timeout_s = kDefaultScanTimeoutS;
   int jobs = 2;
-  po::options_description desc("options");
-  desc.add_options()("help,h", "show this help")(
+  po::options_description desc("Options");
+  desc.add_options()("help,h", "show this help and exit")("version", "print the version and exit")(
       "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
       "socket", po::value<std::string>(&socket_path), "Unix socket (default: $RUNTIME_DIRECTORY, $XDG_RUNTIME_DIR, /run)")(
       "cache", po::value<std::string>(&cache_path), "cache file (default: $CACHE_DIRECTORY, $XDG_CACHE_HOME, /var/cache)")(
@@ -693,7 +761,11 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
     po::notify(vm);
     vm_socket_given = vm.count("socket") > 0;
     if (vm.count("help")) {
-      out << kUsage << "\n\n" << desc;
+      out << kHelpHead << "\n" << desc << kHelpTail;
+      return 0;
+    }
+    if (vm.count("version")) {
+      out << VersionLine("ge-plugin-registryd") << "\n";
       return 0;
     }
     if (limits.max_connections < 1 || limits.max_connections > 65536 || !(limits.idle_timeout_s > 0) ||
@@ -729,9 +801,17 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
     err << "ge-plugin-registryd: --socket must not be empty\n" << kUsage << "\n";
     return 2;
   }
+  // Socket activation (the systemd .socket unit) gives the socket: it wins
+  // over --socket and the defaults.
+  std::string activation_problem;
+  const int inherited_fd = InheritedListenSocket(&socket_path, &activation_problem);
+  if (!activation_problem.empty()) {
+    err << "ge-plugin-registryd: " << activation_problem << "\n";
+    return 1;
+  }
   if (socket_path.empty()) socket_path = DefaultSocketPath();
   if (cache_path.empty()) cache_path = DefaultCachePath();
-  if (auto problem = SocketPathProblem(socket_path)) {
+  if (auto problem = SocketPathProblem(socket_path); problem && inherited_fd < 0) {
     err << "ge-plugin-registryd: " << *problem << "\n";
     return 1;
   }
@@ -772,6 +852,7 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
     ropts.scan.jobs = jobs;
     ropts.scan.log_level = log_level;
     Daemon d(io, entries, socket_path, cache_path, ropts, gid, limits);
+    d.inherited_fd = inherited_fd;
     std::string why;
     if (!d.Start(&why)) {
       err << "ge-plugin-registryd: " << why << "\n";
@@ -783,6 +864,7 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
         ::close(ready_pipe[1]);
         ready_pipe[1] = -1;
       }
+      NotifyReady("serving " + socket_path + ", " + std::to_string(d.state.Get()->order.size()) + " plugin(s)");
       io.run();
       d.Stop();
       d.Join();

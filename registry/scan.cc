@@ -42,9 +42,20 @@ std::string ExeDir() {
 
 }  // namespace
 
+#ifndef GE_BIN_TO_LIBEXEC
+#define GE_BIN_TO_LIBEXEC "../libexec/ge-plugin"
+#endif
+
+// Installed, the scanner is in libexec (GE_BIN_TO_LIBEXEC from the tools'
+// folder: CMakeLists.txt); in the build tree it is beside the tools. Both are
+// relative to the running executable, never a path of the build machine.
 std::string DefaultScanner() {
   if (const char* env = std::getenv("GE_PLUGIN_SCAN")) return env;
-  return (boost::filesystem::path(ExeDir()) / "ge-plugin-scan").string();
+  const boost::filesystem::path dir(ExeDir());
+  const boost::filesystem::path installed = dir / GE_BIN_TO_LIBEXEC / "ge-plugin-scan";
+  boost::system::error_code ec;
+  if (boost::filesystem::is_regular_file(installed, ec)) return installed.lexically_normal().string();
+  return (dir / "ge-plugin-scan").string();
 }
 
 namespace {

@@ -66,7 +66,9 @@ std::vector<plugin::PluginRecord> ScanOppPath(const std::vector<std::string>& pa
                                               const std::vector<plugin::PluginRecord>& other_libraries,
                                               const ScanOptions& opts);
 
-// $GE_PLUGIN_SCAN, else ge-plugin-scan next to the running executable.
+// $GE_PLUGIN_SCAN, else the installed scanner (libexec/ge-plugin/ge-plugin-scan
+// relative to the running executable's folder), else ge-plugin-scan next to
+// the running executable (the build tree).
 std::string DefaultScanner();
 
 }  // namespace ge::registry

@@ -22,6 +22,7 @@
 #include "ge/platform/platform_info.h"
 #include "ge/registry/verdicts.h"
 #include "ge/text.h"
+#include "ge_version.h"
 
 namespace po = boost::program_options;
 namespace stdfs = std::filesystem;
@@ -33,6 +34,42 @@ namespace {
 constexpr const char* kUsage =
     "usage: ge-run GRAPH.json [--opp-path P1:P2] [--output-dir DIR] [--repeat N] [--soc NAME] [--option KEY=VALUE]... "
     "[--json] [--skip-crashed] [--registry-cache F] [--allow-insecure] [--log-level L]";
+
+// --help: the usage line, what ge-run does, then (after the options) the exit
+// status, environment and files. help2man turns it into ge-run(1)
+// (share/cmake/GePluginMan.cmake): keep the paragraph titles.
+constexpr const char* kHelpHead =
+    "Usage: ge-run GRAPH.json [OPTION]...\n"
+    "Load the GE custom-operator plugins of the opp path (Python plugins, each in its own sub-interpreter, and\n"
+    "C++ op libraries of opp roots), compile the graph GRAPH.json for a platform (--soc), execute it --repeat\n"
+    "times and write its outputs as .npy files, all at once: on any error no output file is left. A summary\n"
+    "(per-node calls and mean execute time) is printed on stdout; --json prints it as JSON, with the tool's\n"
+    "\"version\". Graph files: README.md, \"Graph files\".\n";
+constexpr const char* kHelpTail =
+    "\n"
+    "Exit status:\n"
+    "  0   success: the outputs are written\n"
+    "  1   error: bad graph, unknown op_type, input count, dtype or shape mismatch, missing file, plugin\n"
+    "      exception (one message naming the node and field, with the Python traceback); no output written\n"
+    "  2   usage error (bad option, unknown --soc)\n"
+    "\n"
+    "Environment:\n"
+    "  ASCEND_CUSTOM_OPP_PATH  the opp path when --opp-path is not given (':'-separated files and folders)\n"
+    "  GE_LOG_LEVEL            log level when --log-level is not given (default warn)\n"
+    "  GE_PLATFORM_DIR         folder of the SOC.ini platform files for --soc (default: the installation's\n"
+    "                          share/ge-plugin/platform)\n"
+    "  GE_PLUGIN_PYTHON_DIR    folder holding the ge Python package (default: found beside the libraries)\n"
+    "  GE_PLUGIN_REGISTRY_CACHE  the registry cache --skip-crashed reads (when --registry-cache is not given)\n"
+    "\n"
+    "Files:\n"
+    "  PREFIX/share/ge-plugin/platform/SOC.ini\n"
+    "                          platform descriptions for --soc (SoC name, cores, memory sizes)\n"
+    "  /var/cache/ge-plugin-registry/registry.json\n"
+    "                          the registry cache of the system daemon (ge-plugin-registryd), read by\n"
+    "                          --skip-crashed; a user's own is ~/.cache/ge-plugin/registry.json\n"
+    "  DIR/NODE_INDEX.npy      the outputs (--output-dir DIR, default ge_run_out)\n"
+    "\n"
+    "Documentation: README.md (\"ge-run\") and PREFIX/share/ge-plugin/docs/ of the installation.\n";
 
 std::string OutputFileName(const TensorRef& r) {
   return r.node.empty() ? r.text + ".npy" : r.node + "_" + std::to_string(r.index) + ".npy";
@@ -120,8 +157,8 @@ std::optional<std::string> UnknownSoc(const std::string& soc) {
 // Parses and checks the command line; an exit code when ge-run ends here
 // (--help: 0, a usage error: 2 with the message on `err`).
 std::optional<int> ParseArgs(int argc, const char* const* argv, RunArgs& a, std::ostream& out, std::ostream& err) {
-  po::options_description desc("options");
-  desc.add_options()("help,h", "show this help")(
+  po::options_description desc("Options");
+  desc.add_options()("help,h", "show this help and exit")("version", "print the version and exit")(
       "opp-path", po::value<std::string>(&a.opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
       "output-dir", po::value<std::string>(&a.output_dir), "where outputs are written as <node>_<index>.npy (default ge_run_out)")(
       "repeat", po::value<int>(&a.repeat), "execute the graph N times (default 1)")(
@@ -156,7 +193,11 @@ std::optional<int> ParseArgs(int argc, const char* const* argv, RunArgs& a, std:
               vm);
     po::notify(vm);
     if (vm.count("help")) {
-      out << kUsage << "\n\n" << desc;
+      out << kHelpHead << "\n" << desc << kHelpTail;
+      return 0;
+    }
+    if (vm.count("version")) {
+      out << VersionLine("ge-run") << "\n";
       return 0;
     }
     if (a.graph_path.empty()) return usage("missing GRAPH.json");
@@ -279,6 +320,7 @@ void ReportEngineError(const EngineError& e, const std::string& failed, bool no_
 nlohmann::json Summary(const RunArgs& a, const Graph& graph, const CompiledGraph& compiled, const RunResult& result,
                        const std::vector<host::PluginReport>& reports, uint64_t python_calls) {
   nlohmann::json summary;
+  summary["version"] = kVersion;  // of ge-run (share/cmake/ge_version.h.in)
   summary["graph"] = graph.name;
   summary["soc"] = a.soc;
   summary["options"] = compiled.options;
