@@ -88,13 +88,16 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "GE plugin host")
 set(CPACK_PACKAGE_CONTACT "GE plugin host maintainers <ge-plugin-host@example.org>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "standalone host for Python custom operators of CANN Graph Engine")
+# Debian's extended description: lines of at most 80 columns.
 set(CPACK_PACKAGE_DESCRIPTION
-  "The GE plugin host loads Python custom operators written against the Python custom-operator API of\n\
-Huawei CANN's Graph Engine (ge.custom_op, ge.runtime, ge.graph), each in its own Python\n\
-sub-interpreter, and hands C++ engines operator objects. This package holds the libraries\n\
-(framework without Python, and the plugin host), their headers, CMake and pkg-config files,\n\
-ge-run (a reference engine), ge-plugin-ls and the registry daemon ge-plugin-registryd with\n\
-its systemd unit, and the ge Python package.")
+  "The GE plugin host loads Python custom operators written against the\n\
+Python custom-operator API of Huawei CANN's Graph Engine (ge.custom_op,\n\
+ge.runtime, ge.graph), each in its own Python sub-interpreter, and hands\n\
+C++ engines operator objects. This package holds the libraries (the\n\
+framework without Python, and the plugin host), their headers, CMake and\n\
+pkg-config files, ge-run (a reference engine), ge-plugin-ls and the\n\
+registry daemon ge-plugin-registryd with its systemd units, and the ge\n\
+Python package.")
 set(CPACK_PACKAGING_INSTALL_PREFIX "${CMAKE_INSTALL_PREFIX}")
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
@@ -102,14 +105,16 @@ set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Shared-library dependencies are computed by dpkg-shlibdeps; what the
 # binaries do not link but use at run time is stated: the ge package imports
-# numpy in Debian's Python 3.11.
+# numpy in Debian's Python 3.11; the unit's ExecReload runs /bin/kill (procps).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3 (>= 3.11), python3 (<< 3.12), python3-numpy")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3 (>= 3.11), python3 (<< 3.12), python3-numpy, procps")
 # The package's own libraries: a shlibs file and the ldconfig trigger.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
+# triggers: ldconfig after the libraries are installed or removed (our own
+# postinst replaces the one CPack would write with the ldconfig call).
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
-  "${PROJECT_SOURCE_DIR}/share/debian/postinst;${PROJECT_SOURCE_DIR}/share/debian/prerm;${PROJECT_SOURCE_DIR}/share/debian/postrm")
+  "${PROJECT_SOURCE_DIR}/share/debian/triggers;${PROJECT_SOURCE_DIR}/share/debian/postinst;${PROJECT_SOURCE_DIR}/share/debian/prerm;${PROJECT_SOURCE_DIR}/share/debian/postrm")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_OUTPUT_FILE_PREFIX "${CMAKE_BINARY_DIR}/deb")
 include(CPack)

@@ -29,11 +29,13 @@ echo "ok: built $(basename "$deb")"
 # libpython) plus the stated ones; the library's shlibs and ldconfig trigger
 control=$(dpkg-deb -f "$deb")
 depends=$(dpkg-deb -f "$deb" Depends)
-for dep in libc6 libboost-python1.74.0 libpython3.11 python3-numpy; do
+for dep in libc6 libboost-python1.74.0 libpython3.11 libsystemd0 python3-numpy procps; do
   grep -q "$dep" <<<"$depends" || fail "Depends lacks $dep: $depends"
 done
 [ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || fail "package version is not $version: $control"
-dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -q shlibs || fail "no shlibs file"
+dpkg-deb --ctrl-tarfile "$deb" | tar -t > "$work/control.list"
+grep -qx ./shlibs "$work/control.list" || fail "no shlibs file"
+grep -qx "activate-noawait ldconfig" <(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./triggers) || fail "no ldconfig trigger"
 echo "ok: control data (Depends: $depends)"
 
 # 2. the layout
@@ -51,7 +53,7 @@ for f in ./usr/bin/ge-run ./usr/bin/ge-plugin-ls ./usr/bin/ge-plugin-registryd \
          ./usr/share/doc/ge-plugin-host/copyright ./usr/share/doc/ge-plugin-host/changelog.gz; do
   grep -qxF "$f" <<<"$listing" || fail "$f is not in the package"
 done
-grep -q "^./usr/lib/python3/dist-packages/ge/_ge_native.*\.so$" <<<"$listing" || fail "_ge_native is not in dist-packages"
+grep -q "^./usr/lib/python3/dist-packages/_ge_native.*\.so$" <<<"$listing" || fail "_ge_native is not in dist-packages"
 if grep -E '^./usr/bin/ge-plugin-scan$|/__pycache__/|^./usr/local' <<<"$listing"; then
   fail "the package holds files it should not (above)"
 fi
@@ -119,7 +121,7 @@ for page in man1/ge-run.1.gz man1/ge-plugin-ls.1.gz man8/ge-plugin-registryd.8.g
   for section in NAME SYNOPSIS DESCRIPTION OPTIONS '"EXIT STATUS"' ENVIRONMENT FILES; do
     grep -q "^\.SH $section" <<<"$text" || fail "$page has no $section section"
   done
-  grep -q -- "--version" <<<"$text" || fail "$page does not document --version"
+  grep -qF -- '\-\-version' <<<"$text" || fail "$page does not document --version"
 done
 echo "ok: man pages (NAME, SYNOPSIS, DESCRIPTION, OPTIONS, EXIT STATUS, ENVIRONMENT, FILES)"
 
@@ -141,8 +143,16 @@ echo "ok: bash completion"
 # 10. the systemd units, as installed (ExecStart under the package's /usr)
 if command -v systemd-analyze > /dev/null; then
   units="$usr/lib/systemd/system"
-  # verify checks that ExecStart exists: a scratch root is given to it as /
-  systemd-analyze verify --root="$root" /usr/lib/systemd/system/ge-plugin-registryd.service \
+  # verify checks that ExecStart and ExecReload exist and that the units they
+  # depend on do: the scratch root is given to it as /, with the system's
+  # targets and kill (the package depends on procps) copied in, as on a system
+  # where the package is installed; man: pages are looked up in the package.
+  mkdir -p "$root/bin"
+  cp /bin/kill "$root/bin/kill"
+  for u in /usr/lib/systemd/system/*.target; do
+    [ -e "$units/$(basename "$u")" ] || cp "$u" "$units/"
+  done
+  MANPATH="$usr/share/man" systemd-analyze verify --root="$root" /usr/lib/systemd/system/ge-plugin-registryd.service \
     /usr/lib/systemd/system/ge-plugin-registryd.socket 2>&1 | tee "$work/verify.log"
   if grep -v -e "^$" "$work/verify.log" | grep -q .; then fail "systemd-analyze verify complained (above)"; fi
   grep -q "^ExecStart=/usr/bin/ge-plugin-registryd " "$units/ge-plugin-registryd.service" \
@@ -156,7 +166,7 @@ fi
 
 # 11. lintian: no errors (warnings are printed)
 if command -v lintian > /dev/null; then
-  lintian --fail-on error --no-tag-display-limit "$deb" | tee "$work/lintian.log" \
+  lintian --fail-on error --tag-display-limit 0 "$deb" | tee "$work/lintian.log" \
     || fail "lintian found errors (above)"
   echo "ok: lintian ($(grep -c '^E:' "$work/lintian.log" || true) errors, $(grep -c '^W:' "$work/lintian.log" || true) warnings)"
 else
