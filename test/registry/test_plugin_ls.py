@@ -129,7 +129,7 @@ def test_listing_index_is_never_trusted_when_stale(opp, tmp_path):
     assert first["source"] == "scan"
     assert os.path.exists(env["GE_PLUGIN_REGISTRY_CACHE"] + ".list")
     warm = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
-    assert warm == {"plugins": first["plugins"], "source": "cache"}
+    assert warm == {"plugins": first["plugins"], "source": "cache", "version": first["version"]}
     make_plugin(opp, "alpha", "IdxAlpha", version="2.0.1")  # changed (and longer: same-size rewrites within one clock tick keep the stamp)
     j = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
     assert {p["name"]: p["version"] for p in j["plugins"]}["alpha"] == "2.0.1"
