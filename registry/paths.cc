@@ -14,7 +14,7 @@
 
 namespace ge::registry {
 
-// The system daemon's socket (share/systemd/ge-plugin-registryd.service).
+// The system daemon's socket (share/systemd/ge-plugin-registryd.socket.in).
 constexpr char kSystemSocket[] = "/run/ge-plugin-registry/registry.sock";
 
 namespace {

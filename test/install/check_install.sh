@@ -31,6 +31,17 @@ echo "ok: no build paths in installed files"
   || { cat "$work/run.log"; fail "installed ge-run failed"; }
 /usr/bin/python3 "$src/share/examples/check_attention_block.py" "$work/out" | tail -1
 echo "ok: installed ge-run"
+# 2b. the installed ge-plugin-ls scans with the installed scanner: libexec,
+# found relative to the (relocated) tool
+[ -x "$prefix/libexec/ge-plugin/ge-plugin-scan" ] && [ ! -e "$prefix/bin/ge-plugin-scan" ] \
+  || fail "ge-plugin-scan is not (only) in libexec/ge-plugin"
+env -u GE_PLUGIN_SCAN -u GE_PLUGIN_PYTHON_DIR -u PYTHONPATH GE_PLUGIN_REGISTRY_SOCKET="$work/none.sock" \
+  "$prefix/bin/ge-plugin-ls" --no-daemon --cache "$work/ls/registry.json" \
+  --opp-path "$prefix/share/ge-plugin/plugins/samples" --json > "$work/ls.json" 2> "$work/ls.log" \
+  || { cat "$work/ls.log"; fail "installed ge-plugin-ls failed"; }
+/usr/bin/python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["plugins"]; bad = [x["name"] for x in p if x["status"] != "ok"]; assert p and not bad, bad' \
+  "$work/ls.json" || fail "the installed ge-plugin-ls did not list the sample plugins as ok"
+echo "ok: installed ge-plugin-ls (its scanner from libexec)"
 
 # 3. the example engine against the CMake package
 cmake -S "$src/share/examples/engine" -B "$work/example" -DCMAKE_PREFIX_PATH="$prefix" > "$work/example.log" 2>&1 \
