@@ -416,7 +416,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
   std::string opp_path, socket_path, cache_path, op, status, check, log_level;
   bool json_out = false, no_daemon = false, rescan = false, allow_insecure = false;
   double timeout_s = kDefaultScanTimeoutS;
-  po::options_description desc("Options");
+  po::options_description desc("Options", 110);  // as wide as the --help text around it
   desc.add_options()("help,h", "show this help and exit")("version", "print the version and exit")(
       "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
       "json", po::bool_switch(&json_out), "print JSON")("no-daemon", po::bool_switch(&no_daemon),

@@ -734,7 +734,7 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
   ServeLimits limits;
   double timeout_s = kDefaultScanTimeoutS;
   int jobs = 2;
-  po::options_description desc("Options");
+  po::options_description desc("Options", 110);  // as wide as the --help text around it
   desc.add_options()("help,h", "show this help and exit")("version", "print the version and exit")(
       "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
       "socket", po::value<std::string>(&socket_path), "Unix socket (default: $RUNTIME_DIRECTORY, $XDG_RUNTIME_DIR, /run)")(

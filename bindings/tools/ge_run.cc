@@ -157,7 +157,7 @@ std::optional<std::string> UnknownSoc(const std::string& soc) {
 // Parses and checks the command line; an exit code when ge-run ends here
 // (--help: 0, a usage error: 2 with the message on `err`).
 std::optional<int> ParseArgs(int argc, const char* const* argv, RunArgs& a, std::ostream& out, std::ostream& err) {
-  po::options_description desc("Options");
+  po::options_description desc("Options", 110);  // as wide as the --help text around it
   desc.add_options()("help,h", "show this help and exit")("version", "print the version and exit")(
       "opp-path", po::value<std::string>(&a.opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
       "output-dir", po::value<std::string>(&a.output_dir), "where outputs are written as <node>_<index>.npy (default ge_run_out)")(

@@ -12,8 +12,14 @@ jobs=${3:-$(nproc)}
 # ccache: paths relative to the checkout, as the Makefile sets them (a build
 # beside build/ then reuses its objects).
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$src} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+# Debian's link hardening (dpkg-buildflags' LDFLAGS: RELRO, BIND_NOW); its
+# compile flags (fortify, stack protector) are left out: they would make every
+# object differ from build/'s (no ccache hits).
+ldflags=$(dpkg-buildflags --get LDFLAGS 2>/dev/null || echo "-Wl,-z,relro")
+ldflags="$ldflags -Wl,-z,now"
 cmake -S "$src" -B "$deb_build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGE_PYTHON_EXECUTABLE=/usr/bin/python3 \
   -DCMAKE_INSTALL_PREFIX=/usr -DGE_INSTALL_PYTHONDIR=lib/python3/dist-packages \
+  -DCMAKE_EXE_LINKER_FLAGS="$ldflags" -DCMAKE_SHARED_LINKER_FLAGS="$ldflags" -DCMAKE_MODULE_LINKER_FLAGS="$ldflags" \
   -DGE_BUILD_TESTS=OFF -DGE_BUILD_BENCHMARKS=OFF > "$deb_build/configure.log" \
   || { cat "$deb_build/configure.log"; exit 1; }
 cmake --build "$deb_build" -j "$jobs" > "$deb_build/build.log" 2>&1 || { tail -50 "$deb_build/build.log"; exit 1; }
