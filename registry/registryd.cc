@@ -68,8 +68,8 @@ constexpr const char* kHelpHead =
     "opp folders with inotify (changes are rescanned within a second) and serves the listing to ge-plugin-ls\n"
     "over a Unix socket (line-delimited JSON: list, show, rescan, status). Without --foreground it detaches once\n"
     "the socket is served. Under systemd (share/systemd/) it takes the socket from socket activation and says\n"
-    "READY=1 once serving (Type=notify). SIGTERM and SIGINT stop it (the socket removed); SIGHUP rescans every\n"
-    "plugin. See share/docs/registry.md.\n";
+    "READY=1 once serving (Type=notify). SIGTERM and SIGINT stop it (its socket removed; one systemd made is\n"
+    "left to systemd); SIGHUP rescans every plugin. See share/docs/registry.md.\n";
 constexpr const char* kHelpTail =
     "\n"
     "Exit status:\n"
