@@ -5,6 +5,8 @@
 #               graph is compiled for three platforms)
 #   make test   runs every test suite through CTest
 #   make bench  runs the benchmarks and prints their figures
+#   make wheel  builds the pip-installable `ge` wheel into $(BUILD)/dist
+#               (share/docs/plugin-authors.md, "Installing ge with pip")
 #   make sanitize  builds with ASan + UBSan in build-sanitize/ and runs the test
 #               suites under them (not part of make test)
 BUILD ?= build
@@ -12,7 +14,7 @@ JOBS ?= $(shell nproc)
 PYTHON := /usr/bin/python3
 DEB_PACKAGES := cmake make g++ ccache python3 python3-dev python3-numpy python3-pytest \
   libboost-python-dev libboost-filesystem-dev libboost-program-options-dev libboost-test-dev \
-  libspdlog-dev nlohmann-json3-dev libbenchmark-dev pkgconf binutils mypy
+  libspdlog-dev nlohmann-json3-dev libbenchmark-dev pkgconf binutils mypy python3-venv
 
 PREFIX ?= /usr/local
 # ccache: paths relative to the checkout, so that another clone of the project
@@ -22,7 +24,7 @@ export CCACHE_NOHASHDIR := 1
 
 SANITIZE_BUILD ?= build-sanitize
 
-.PHONY: all deps configure build run test bench install clean sanitize
+.PHONY: all deps configure build run test bench install clean sanitize wheel
 
 all: build
 
@@ -66,6 +68,9 @@ run: build
 	@echo "== the plugins, as the registry sees them"
 	$(BUILD)/bin/ge-plugin-ls --no-daemon --cache $(BUILD)/run-registry.json \
 	  --opp-path $(BUILD)/opp/scaled_add_package:plugins/samples/scaled_add_package/python:plugins/samples
+
+wheel: build
+	cmake --build $(BUILD) --target ge-wheel
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
