@@ -24,6 +24,12 @@ while IFS= read -r f; do
   fi
 done < <(find "$prefix" -type f \( -name '*.so*' -o -path '*/bin/*' \))
 echo "ok: no build paths in installed files"
+# 1b. spdlog stays private: no installed header, CMake package file or .pc file
+# names it (consumers need no libspdlog-dev; ge/log.h has our own types)
+if grep -rIl spdlog "$prefix/include" $(find "$prefix" -type d \( -path '*/cmake/GePlugin' -o -name pkgconfig \)); then
+  fail "installed headers or package files mention spdlog"
+fi
+echo "ok: no spdlog in the installed headers and package files"
 
 # 2. the installed tool runs (relocated prefix)
 "$prefix/bin/ge-run" "$prefix/share/ge-plugin/examples/attention_block.json" \

@@ -50,7 +50,7 @@ def test_invalid_toml_fails_that_plugin_naming_file_and_line(opp, tmp_path):
     plugins = {pl["name"]: pl for pl in json.loads(p.stdout)["plugins"]}
     assert plugins["good"]["status"] == "ok" and plugins["good"]["version"] == "2.0"
     assert plugins["badtoml"]["status"] == "error"
-    message = plugins["badtoml"]["error"]["message"]
+    message = plugins["badtoml"]["error"]
     assert f"{bad}/pyproject.toml:3:11: invalid TOML: Invalid value" in message, message
 
 
@@ -60,4 +60,4 @@ def test_a_wrongly_typed_isolation_is_an_error_naming_the_field(opp, tmp_path):
     assert p.returncode == 0, p.stderr
     plugin = json.loads(p.stdout)["plugins"][0]
     assert plugin["status"] == "error"
-    assert "pyproject.toml: tool.ge-plugin.isolation must be a string" in plugin["error"]["message"]
+    assert "pyproject.toml: tool.ge-plugin.isolation must be a string" in plugin["error"]
