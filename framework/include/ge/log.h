@@ -5,10 +5,10 @@
 // by default, or the LogSink an embedding engine installs with SetLogSink.
 // The level comes from SetLogLevel (the tools' --log-level option) or else the
 // GE_LOG_LEVEL environment variable (trace, debug, info, warn, error,
-// critical, off; default warn). Log lines are written by the libraries
-// themselves; this header has no logging library's types in it (the
-// implementation uses spdlog privately), so an engine needs no spdlog headers
-// to build against ours. All functions are thread-safe.
+// critical, off; default warn). This header has no logging library's types
+// in it (the implementation's logging library is private to our shared
+// libraries), so an engine needs no logging headers to build against ours.
+// All functions are thread-safe.
 #pragma once
 
 #include <memory>
