@@ -5,6 +5,8 @@
 #               graph is compiled for three platforms)
 #   make test   runs every test suite through CTest
 #   make bench  runs the benchmarks and prints their figures
+#   make wheel  builds the pip-installable `ge` wheel into $(BUILD)/dist
+#               (share/docs/plugin-authors.md, "Installing ge with pip")
 #   make sanitize  builds with ASan + UBSan in build-sanitize/ and runs the test
 #               suites under them (not part of make test)
 #   make deb    builds the Debian package (CPack) in build-deb/ for /usr and
@@ -15,7 +17,7 @@ PYTHON := /usr/bin/python3
 DEB_PACKAGES := cmake make g++ ccache python3 python3-dev python3-numpy python3-pytest \
   libboost-python-dev libboost-filesystem-dev libboost-program-options-dev libboost-test-dev \
   libspdlog-dev nlohmann-json3-dev libbenchmark-dev pkgconf binutils mypy \
-  libsystemd-dev systemd procps help2man dpkg-dev lintian
+  libsystemd-dev systemd procps help2man dpkg-dev lintian python3-venv
 
 PREFIX ?= /usr/local
 # ccache: paths relative to the checkout, so that another clone of the project
@@ -27,7 +29,7 @@ SANITIZE_BUILD ?= build-sanitize
 # The Debian package's build: beside $(BUILD), so that ccache reuses its objects.
 DEB_BUILD ?= $(BUILD)-deb
 
-.PHONY: all deps configure build run test bench install clean sanitize deb
+.PHONY: all deps configure build run test bench install clean sanitize deb wheel
 
 all: build
 
@@ -71,6 +73,9 @@ run: build
 	@echo "== the plugins, as the registry sees them"
 	$(BUILD)/bin/ge-plugin-ls --no-daemon --cache $(BUILD)/run-registry.json \
 	  --opp-path $(BUILD)/opp/scaled_add_package:plugins/samples/scaled_add_package/python:plugins/samples
+
+wheel: build
+	cmake --build $(BUILD) --target ge-wheel
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

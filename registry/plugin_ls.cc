@@ -15,7 +15,7 @@
 #include <boost/filesystem.hpp>
 
 #include "client.h"
-#include "ge/log.h"
+#include "ge/log_spdlog.h"
 #include "ge/text.h"
 #include "cache_write.h"
 #include "ge/plugin/cache.h"

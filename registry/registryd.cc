@@ -23,7 +23,7 @@
 #include <set>
 #include <thread>
 
-#include "ge/log.h"
+#include "ge/log_spdlog.h"
 #include "cache_write.h"
 #include "ge/plugin/cache.h"
 #include "paths.h"

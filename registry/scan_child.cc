@@ -120,24 +120,6 @@ void SourceMetadata(const std::string& path, bool is_package, std::string& versi
   }
 }
 
-// A package whose pyproject.toml asks for the main interpreter (cheap textual
-// check, used only to order the loads: main-interpreter plugins first).
-bool WantsMain(const std::string& path) {
-  // Only a regular file of sane size is looked at: a FIFO or a directory named
-  // pyproject.toml must not block or abort the scanner (the plugin's own load
-  // then reports it).
-  boost::system::error_code ec;
-  const boost::filesystem::path pp = boost::filesystem::path(path) / "pyproject.toml";
-  if (!boost::filesystem::is_regular_file(pp, ec) || boost::filesystem::file_size(pp, ec) > (1u << 20) || ec) {
-    return false;
-  }
-  std::ifstream f(pp.string());
-  if (!f) return false;
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  static const std::regex kMain(R"(isolation\s*=\s*["']main["'])");
-  return std::regex_search(text, kMain);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,7 +154,35 @@ int main(int argc, char** argv) {
   }
   // Main-interpreter plugins first (numpy must be loaded by the main
   // interpreter before any sub-interpreter exists; share/docs/host-design.md).
-  std::stable_partition(paths.begin(), paths.end(), [&](const std::string& p) { return WantsMain(absolute(p)); });
+  // The isolation is read as the load reads it (PluginHost::DeclaredIsolation:
+  // the pyproject.toml parsed with tomllib); a plugin whose pyproject.toml is
+  // bad keeps its place, and its load reports the error.
+  {
+    std::vector<char> wants_main(paths.size(), 0);
+    try {
+      ge::OpRegistry ordering_registry;
+      ge::host::HostOptions opts;
+      opts.use_env_opp_path = false;
+      opts.allow_insecure = allow_insecure;
+      ge::host::PluginHost ordering(opts, ordering_registry);
+      for (std::size_t i = 0; i < paths.size(); ++i) {
+        try {
+          wants_main[i] = ordering.DeclaredIsolation(absolute(paths[i])) == "main";
+        } catch (const std::exception&) {
+        }
+      }
+    } catch (const std::exception&) {
+      // No Python runtime: every load below reports it.
+    }
+    std::vector<std::string> ordered;
+    ordered.reserve(paths.size());
+    for (int main_pass = 1; main_pass >= 0; --main_pass) {
+      for (std::size_t i = 0; i < paths.size(); ++i) {
+        if (wants_main[i] == main_pass) ordered.push_back(paths[i]);
+      }
+    }
+    paths.swap(ordered);
+  }
 
   auto emit = [&](const json& j) {
     const std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";

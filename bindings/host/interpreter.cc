@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "ge/crash_report.h"
-#include "ge/log.h"
+#include "ge/log_spdlog.h"
 #include "ge/text.h"
 
 extern "C" PyObject* PyInit__ge_native();

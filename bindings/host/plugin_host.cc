@@ -16,7 +16,7 @@
 #include "dispatch.h"
 #include "errors.h"
 #include "ge/crash_report.h"
-#include "ge/log.h"
+#include "ge/log_spdlog.h"
 #include "ge/op/library_registrations.h"
 #include "ge/plugin/op_library.h"
 #include "ge/text.h"
@@ -938,6 +938,21 @@ PluginReport PluginHost::LoadPlugin(const std::string& given) {
   std::vector<PluginReport> out = impl_->LoadBatch({c});
   impl_->reports.push_back(out.front());
   return out.front();
+}
+
+std::string PluginHost::DeclaredIsolation(const std::string& given) {
+  const plugin::Discovery d = plugin::DiscoverOne(given, impl_->Discovering(), impl_->base_dir);
+  if (!d.problems.empty()) throw std::invalid_argument(d.problems.front().error.message);
+  const plugin::Candidate& c = d.plugins.front();
+  if (c.is_op_library) return "native";
+  InterpreterGuard guard(*impl_->runtime->Main());
+  try {
+    bp::dict md = bp::extract<bp::dict>(Entry().attr("read_metadata")(PathObject(c.path), c.is_package));
+    if (!bp::extract<bool>(md["isolation_set"])) return impl_->opts.default_isolation;
+    return bp::extract<std::string>(md["isolation"]);
+  } catch (const bp::error_already_set&) {
+    throw std::invalid_argument(py::FetchPythonError(c.name, c.path, "pyproject.toml").message);
+  }
 }
 
 const std::vector<PluginReport>& PluginHost::Reports() const noexcept { return impl_->reports; }

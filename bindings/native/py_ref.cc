@@ -1,7 +1,7 @@
 // py_ref.cc: the out-of-line destructor of InterpreterRef (keeps logging out of py_ref.h).
 #include "py_ref.h"
 
-#include "ge/log.h"
+#include "ge/log_spdlog.h"
 
 namespace ge::py {
 

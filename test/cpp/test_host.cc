@@ -36,7 +36,7 @@
 #include "ge/engine/engine.h"
 #include "ge/engine/graph.h"
 #include "ge/host/plugin_host.h"
-#include "ge/log.h"
+#include "ge/log_spdlog.h"
 #include "ge/op/op_registry.h"
 
 namespace fs = std::filesystem;

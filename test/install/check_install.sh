@@ -24,6 +24,17 @@ while IFS= read -r f; do
   fi
 done < <(find "$prefix" -type f \( -name '*.so*' -o -path '*/bin/*' \))
 echo "ok: no build paths in installed files"
+# 1b. spdlog stays private: no installed header, .pc file or CMake package
+# file a consumer's build reads for its dependencies (GePluginConfig.cmake's
+# find_dependency, GePluginTargets.cmake's INTERFACE_LINK_LIBRARIES) names it:
+# consumers need no libspdlog-dev (ge/log.h has our own types). The
+# per-configuration file's IMPORTED_LINK_DEPENDENT_LIBRARIES, a linker
+# search hint for the shared libraries' private dependencies, is not one.
+if grep -rIl spdlog "$prefix/include" $(find "$prefix" -name pkgconfig -type d) \
+     $(find "$prefix" \( -name GePluginConfig.cmake -o -name GePluginTargets.cmake \)); then
+  fail "installed headers or package files mention spdlog"
+fi
+echo "ok: no spdlog in the installed headers and package files"
 
 # 2. the installed tool runs (relocated prefix)
 "$prefix/bin/ge-run" "$prefix/share/ge-plugin/examples/attention_block.json" \

@@ -183,6 +183,47 @@ def test_misspelled_tool_table_is_rejected(tmp_path, table):
     assert f"[tool.{table}]" in message and "[tool.ge-plugin]" in message
 
 
+def test_a_commented_out_isolation_line_is_a_comment(tmp_path):
+    pkg = write_pkg(tmp_path, '[tool.ge-plugin]\n# isolation = "main"\n')
+    meta = _loader.read_metadata(pkg, True)
+    assert (meta["isolation"], meta["isolation_set"]) == ("subinterpreter", False)
+
+
+def test_isolation_in_a_string_elsewhere_is_not_read(tmp_path):
+    pkg = write_pkg(tmp_path, '[project]\ndescription = \'isolation = "main"\'\n')
+    meta = _loader.read_metadata(pkg, True)
+    assert (meta["isolation"], meta["description"]) == ("subinterpreter", 'isolation = "main"')
+
+
+@pytest.mark.parametrize("toml, where, what", [
+    ('[project]\nname = "p"\nversion = = "1"\n', "3:11", "Invalid value"),
+    ('[tool.ge-plugin\nisolation = "main"\n', "1:16", "Expected ']'"),
+    ('[project]\nname = "p', "2", "Unterminated string (at the end of the file)"),
+])
+def test_invalid_toml_names_the_file_and_line(tmp_path, toml, where, what):
+    pkg = write_pkg(tmp_path, toml)
+    with pytest.raises(ValueError) as info:
+        _loader.read_metadata(pkg, True)
+    message = str(info.value)
+    assert message.startswith(f"{pkg}/pyproject.toml:{where}: invalid TOML: "), message
+    assert what in message
+
+
+@pytest.mark.parametrize("toml, field", [
+    ('[tool.ge-plugin]\nisolation = 1\n', "tool.ge-plugin.isolation must be a string"),
+    ('[tool.ge-plugin]\nisolation = ["main"]\n', "tool.ge-plugin.isolation must be a string"),
+    ('[tool]\nge-plugin = "main"\n', "[tool.ge-plugin] must be a table"),
+    ('tool = 3\n', "[tool] must be a table"),
+    ('[project]\nversion = 1.2\n', "project.version must be a string"),
+    ('project = "p"\n', "[project] must be a table"),
+])
+def test_wrong_types_name_the_file_and_field(tmp_path, toml, field):
+    pkg = write_pkg(tmp_path, toml)
+    with pytest.raises(ValueError) as info:
+        _loader.read_metadata(pkg, True)
+    assert str(info.value).startswith(f"{pkg}/pyproject.toml: {field}"), str(info.value)
+
+
 def test_other_tools_are_ignored(tmp_path):
     pkg = write_pkg(tmp_path, '[tool.black]\nline-length = 100\n\n[tool.ge-plugin]\nisolation = "main"\n')
     assert _loader.read_metadata(pkg, True)["isolation"] == "main"

@@ -54,10 +54,13 @@ def read_metadata(path, is_package):
         with open(pp, "rb") as f:
             raw = f.read(_MAX_PYPROJECT_BYTES + 1)
         # A UTF-8 byte-order mark (some Windows editors write one) is skipped, as pip does.
-        data = tomllib.loads(raw.decode("utf-8-sig"))
+        text = raw.decode("utf-8-sig")
+        data = tomllib.loads(text)
     except UnicodeDecodeError as e:
         raise ValueError(f"{pp}: cannot read pyproject.toml: not UTF-8 ({e.reason} at byte {e.start})") from None
-    except (OSError, tomllib.TOMLDecodeError) as e:
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(_toml_error_text(pp, str(e), text)) from None
+    except OSError as e:
         raise ValueError(f"{pp}: cannot read pyproject.toml: {e}") from None
     project = data.get("project", {})
     if not isinstance(project, dict):
@@ -80,12 +83,32 @@ def read_metadata(path, is_package):
         if key not in ("isolation",):
             raise ValueError(f"{pp}: tool.ge-plugin.{key}: unknown setting (known: isolation)")
     iso = tool.get("isolation", "subinterpreter")
+    if not isinstance(iso, str):
+        raise ValueError(f"{pp}: tool.ge-plugin.isolation must be a string ({', '.join(VALID_ISOLATIONS)}), "
+                         f"got {type(iso).__name__} {iso!r}")
     if iso not in VALID_ISOLATIONS:
         raise ValueError(f"{pp}: tool.ge-plugin.isolation: got {iso!r}, supported: "
                          f"{', '.join(VALID_ISOLATIONS)} (process is not yet supported by this host)")
     meta["isolation"] = iso
     meta["isolation_set"] = "isolation" in tool
     return meta
+
+
+def _toml_error_text(pp, message, text):
+    """``<file>:<line>:<column>: invalid TOML: <what>`` from tomllib's message
+    ("... (at line 3, column 7)", or "(at end of document)": the last line of
+    ``text``; Python 3.11's TOMLDecodeError has no line attributes), so that
+    editors and the registry point at the line."""
+    head, sep, tail = message.rpartition(" (at line ")
+    if sep and tail.endswith(")"):
+        where = tail[:-1].replace(", column ", ":")
+        if where.replace(":", "").isdigit():
+            return f"{pp}:{where}: invalid TOML: {head}"
+    head, sep, tail = message.rpartition(" (at end of document)")
+    if sep and not tail:
+        last = max(1, len(text.splitlines()))
+        return f"{pp}:{last}: invalid TOML: {head} (at the end of the file)"
+    return f"{pp}: invalid TOML: {message}"
 
 
 class _HostOwnedWriter:

@@ -126,7 +126,7 @@ std::string DefaultPlatformDir() {
   if (dladdr(reinterpret_cast<void*>(&DefaultPlatformDir), &info) != 0 && info.dli_fname != nullptr) {
     std::string lib(info.dli_fname);
     const std::string libdir = lib.substr(0, lib.rfind('/'));
-    for (const std::string rel : {std::string(GE_LIB_TO_DATA) + "/platform", std::string("../share/platform")}) {
+    for (const std::string& rel : {std::string(GE_LIB_TO_DATA) + "/platform", std::string("../share/platform")}) {
       struct stat st {};
       const std::string cand = libdir + "/" + rel;
       if (::stat(cand.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return cand;

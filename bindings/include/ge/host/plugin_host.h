@@ -106,6 +106,19 @@ class PluginHost {
   // (ge::plugin::DiscoverOne); reports it.
   PluginReport LoadPlugin(const std::string& path);
 
+  // The isolation the plugin at `path` (as LoadPlugin takes it) would load in,
+  // read as LoadPlugin reads it: a package's pyproject.toml, [tool.ge-plugin]
+  // isolation, parsed with Python's tomllib by ge._loader.read_metadata
+  // (share/docs/plugin-authors.md, "Isolation"). Returns "subinterpreter",
+  // "main" or "process"; HostOptions::default_isolation for a single file or
+  // a package that sets none; "native" for an op library. Runs no plugin code
+  // and loads nothing (ge-plugin-scan orders its loads with it). Throws
+  // std::invalid_argument with the message LoadPlugin would report (naming
+  // the file, and the line of invalid TOML) when `path` is not one plugin or
+  // its pyproject.toml is unreadable, not TOML or has a bad value. Same
+  // thread rules as LoadPlugin.
+  std::string DeclaredIsolation(const std::string& path);
+
   const std::vector<PluginReport>& Reports() const noexcept;
   // Python callbacks made through this host's ops so far (all threads).
   uint64_t PythonCalls() const noexcept;

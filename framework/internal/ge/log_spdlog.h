@@ -1,0 +1,20 @@
+// ge/log_spdlog.h (internal, not installed): the spdlog loggers behind
+// ge/log.h, for the project's own libraries and tools. Engines use ge/log.h
+// (levels, LogSink); spdlog stays out of the installed headers so that our
+// libraries' ABI is not spdlog's.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "ge/log.h"
+
+namespace ge {
+
+// The logger of `component`, created on first use on the shared sink
+// (stderr, or the LogSink of SetLogSink). Never null. Thread-safe.
+std::shared_ptr<spdlog::logger> Logger(const std::string& component);
+
+}  // namespace ge
