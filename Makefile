@@ -81,7 +81,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 bench: build
-	$(BUILD)/bin/ge-bench-dispatch --benchmark_min_time=0.2
+	GE_PLUGIN_PYTHON_DIR=$(BUILD)/python $(PYTHON) test/bench/bench_dispatch_ratios.py --bin $(BUILD)/bin --python $(PYTHON)
 	$(BUILD)/bin/ge-bench-launch --benchmark_min_time=0.2
 	GE_PLUGIN_PYTHON_DIR=$(BUILD)/python $(PYTHON) test/bench/bench_registry.py --bin $(BUILD)/bin
 

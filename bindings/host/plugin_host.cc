@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <dlfcn.h>
@@ -146,6 +147,8 @@ class PythonOpAdapter final : public CapabilityReportingOp,
       crumbs_[m] = "calling " + std::string(kMethods[m]) + " of op_type '" + TerminalSafe(Abbreviate(schema_->op_type)) +
                    "' (plugin '" + plugin_->name + "', " + TerminalSafe(plugin_->path) + ")";
     }
+    execute_site_ = py::CallSite{plugin_->name, plugin_->path, schema_->op_type, "execute"};
+    execute_frame_.emplace(schema_);
   }
 
   ~PythonOpAdapter() override {
@@ -154,6 +157,7 @@ class PythonOpAdapter final : public CapabilityReportingOp,
                         &instance_, &execute_, &compile_, &declare_}) {
       h->Reset();
     }
+    if (execute_frame_) execute_frame_->Reset();
   }
 
   uint32_t GetCapabilities() const noexcept override { return caps_; }
@@ -174,14 +178,14 @@ class PythonOpAdapter final : public CapabilityReportingOp,
   Status DoExecute(EagerOpExecutionContext* ctx) {
     if (!HasCapability(caps_, CustomOpCapability::kEagerExecute)) return Status::Error(descriptor_key_ + " has no execute");
     InterpreterGuard guard(*plugin_->interp);
-    py::CallSite site{plugin_->name, plugin_->path, schema_->op_type, "execute"};
+    const py::CallSite& site = execute_site_;
     CrashBreadcrumb crumb(crumbs_[0].c_str());
     if (!execute_) {
       Status st = BindMethod("execute", execute_, site);
       if (!st.ok()) return st;
     }
     calls_->fetch_add(1, std::memory_order_relaxed);
-    return py::InvokeExecute(execute_.get(), ctx_var_.get(), ctx, site);
+    return py::InvokeExecute(execute_.get(), ctx_var_.get(), ctx, site, /*keep_python_error=*/false, &*execute_frame_);
   }
 
   Status DoCompile(OpCompileContext* ctx) {
@@ -248,6 +252,9 @@ class PythonOpAdapter final : public CapabilityReportingOp,
   py::InterpreterRef cls_, proto_, call_infer_meta_, ctx_var_, compile_vars_, revalidate_compile_, launch_var_, instance_,
       execute_, compile_, declare_;
   std::shared_ptr<std::atomic<uint64_t>> calls_;
+  // What execute keeps between calls (bindings/native/dispatch.h); its site, made once.
+  std::optional<py::ExecuteFrame> execute_frame_;
+  py::CallSite execute_site_;
   // What a fatal signal during each callback names (ge/crash_report.h).
   static constexpr const char* kMethods[] = {"execute", "compile", "declare_launch_args", "infer_meta"};
   std::string crumbs_[std::size(kMethods)];

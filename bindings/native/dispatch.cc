@@ -1,6 +1,8 @@
 // dispatch.cc: argument binding and invocation of schema-bound callbacks.
 #include "dispatch.h"
 
+#include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "errors.h"
@@ -293,28 +295,36 @@ Status CppErrorStatus(const CallSite& site, const std::exception& e) {
   return Status::Error(info);
 }
 
-Status CallSchemaBound(PyObject* method, PyObject* args, PyObject* kwargs,
-                       const std::vector<std::pair<PyObject*, PyObject*>>& bindings, const CallSite& site,
-                       bool keep_python_error) {
-  std::vector<OwnedRef> tokens;
-  tokens.reserve(bindings.size());
+namespace {
+
+// Runs `call` (returns a new reference or null with an error set) with each
+// (ContextVar, value) of [first, last) bound for its duration (reset
+// afterwards, in reverse order, keeping the callback's error pending), and
+// checks that it returned None.
+template <typename Call>
+Status WithContextVars(const std::pair<PyObject*, PyObject*>* first, std::size_t n, const CallSite& site,
+                       bool keep_python_error, Call&& call) {
+  constexpr std::size_t kMaxBindings = 4;
+  if (n > kMaxBindings) throw std::logic_error("more ContextVars than a schema-bound call binds");
+  OwnedRef tokens[kMaxBindings];
+  std::size_t set = 0;
   auto reset = [&]() {
     PyObject *t, *v, *tb;
     PyErr_Fetch(&t, &v, &tb);  // keep the callback's error pending
-    for (std::size_t i = tokens.size(); i-- > 0;) {
-      if (PyContextVar_Reset(bindings[i].first, tokens[i].get()) < 0) PyErr_Clear();
+    for (std::size_t i = set; i-- > 0;) {
+      if (PyContextVar_Reset(first[i].first, tokens[i].get()) < 0) PyErr_Clear();
     }
     PyErr_Restore(t, v, tb);
   };
-  for (const auto& [var, value] : bindings) {
-    PyObject* token = PyContextVar_Set(var, value);
+  for (; set < n; ++set) {
+    PyObject* token = PyContextVar_Set(first[set].first, first[set].second);
     if (token == nullptr) {
       reset();
       return PythonErrorStatus(site, keep_python_error);
     }
-    tokens.push_back(OwnedRef::Steal(token));
+    tokens[set] = OwnedRef::Steal(token);
   }
-  OwnedRef result = OwnedRef::Steal(PyObject_Call(method, args, kwargs));
+  OwnedRef result = OwnedRef::Steal(call());
   reset();
   if (result.get() == nullptr) return PythonErrorStatus(site, keep_python_error);
   if (result.get() != Py_None) {
@@ -326,19 +336,274 @@ Status CallSchemaBound(PyObject* method, PyObject* args, PyObject* kwargs,
   return Status::Ok();
 }
 
+}  // namespace
+
+Status CallSchemaBound(PyObject* method, PyObject* args, PyObject* kwargs,
+                       const std::vector<std::pair<PyObject*, PyObject*>>& bindings, const CallSite& site,
+                       bool keep_python_error) {
+  return WithContextVars(bindings.data(), bindings.size(), site, keep_python_error,
+                         [&] { return PyObject_Call(method, args, kwargs); });
+}
+
+// ---- ExecuteFrame ---------------------------------------------------------------------
+
+namespace {
+
+// A view object a frame keeps: the frame's reference and the View it holds
+// (inside the Boost.Python instance, at a fixed address for its lifetime).
+template <typename V>
+struct ViewSlot {
+  InterpreterRef obj;
+  V* view = nullptr;
+};
+
+// True when nothing but the frame can reach `obj`: one reference, no weak
+// reference, no instance attribute set by a plugin. Only such a view may be
+// re-pointed at another call's data; any other stays as it is (expired).
+bool OnlyFrameHolds(PyObject* obj) {
+  if (Py_REFCNT(obj) != 1) return false;
+  PyTypeObject* type = Py_TYPE(obj);
+  if (PyType_HasFeature(type, Py_TPFLAGS_MANAGED_DICT) || type->tp_weaklistoffset < 0 || type->tp_dictoffset < 0) {
+    return false;  // not the layout of a Boost.Python instance: never re-pointed
+  }
+  auto field = [obj](Py_ssize_t offset) { return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(obj) + offset); };
+  if (type->tp_weaklistoffset > 0 && field(type->tp_weaklistoffset) != nullptr) return false;
+  if (type->tp_dictoffset > 0) {
+    PyObject* dict = field(type->tp_dictoffset);
+    if (dict != nullptr && (!PyDict_Check(dict) || PyDict_GET_SIZE(dict) != 0)) return false;
+  }
+  return true;
+}
+
+// Same Python value: the attribute types whose Python value is immutable, with
+// floats compared bit for bit (-0.0 is not 0.0, a NaN is its own payload).
+bool SameImmutableAttr(const AttrValue& a, const AttrValue& b) {
+  if (a.index() != b.index()) return false;
+  switch (TypeOf(a)) {
+    case AttrType::VT_INT: return std::get<int64_t>(a) == std::get<int64_t>(b);
+    case AttrType::VT_FLOAT: {
+      const float x = std::get<float>(a), y = std::get<float>(b);
+      return std::memcmp(&x, &y, sizeof x) == 0;
+    }
+    case AttrType::VT_BOOL: return std::get<bool>(a) == std::get<bool>(b);
+    case AttrType::VT_STRING: return std::get<std::string>(a) == std::get<std::string>(b);
+    case AttrType::VT_DATA_TYPE: return std::get<DataType>(a) == std::get<DataType>(b);
+    default: return false;  // lists (mutable in Python) and tensors: built per call
+  }
+}
+
+bool ImmutableAttrType(AttrType t) {
+  return t == AttrType::VT_INT || t == AttrType::VT_FLOAT || t == AttrType::VT_BOOL || t == AttrType::VT_STRING ||
+         t == AttrType::VT_DATA_TYPE;
+}
+
+}  // namespace
+
+struct ExecuteFrame::State {
+  bool busy = false;
+  std::shared_ptr<const OpSchema> pinned;  // may be null
+  LeasePtr lease;                          // the last call's, renewed when nothing shares it
+  // The schema the names below were built for (compared, not trusted, per call).
+  bool bound = false;
+  std::vector<std::string> attr_names;
+  std::vector<IrInputKind> input_kinds;
+  InterpreterRef kwnames;  // tuple of the attribute names; null without attributes
+  struct AttrSlot {
+    bool has = false;
+    AttrValue value;
+    InterpreterRef obj;
+  };
+  std::vector<AttrSlot> attrs;
+  std::vector<ViewSlot<TensorView>> tensors;  // per flattened input instance
+  ViewSlot<ExecCtxView> ctx;
+  std::vector<PyObject*> stack;  // the vectorcall arguments: [free slot][inputs][attrs]
+  std::vector<OwnedRef> temps;   // objects of this call only (lists, tensor attributes)
+  std::size_t reused = 0;
+
+  // (Re)builds the names when `schema` differs from the one they were built for.
+  void Bind(const OpSchema& schema) {
+    // The op's own schema (kept alive by the frame's owner): the names are its.
+    if (bound && &schema == pinned.get()) return;
+    bool same = bound && attr_names.size() == schema.attrs.size() && input_kinds.size() == schema.inputs.size();
+    for (std::size_t i = 0; same && i < schema.attrs.size(); ++i) same = attr_names[i] == schema.attrs[i].name;
+    for (std::size_t i = 0; same && i < schema.inputs.size(); ++i) same = input_kinds[i] == schema.inputs[i].kind;
+    if (same) return;
+    kwnames.Reset();
+    for (auto& a : attrs) a.obj.Reset();
+    attrs.clear();
+    attr_names.clear();
+    input_kinds.clear();
+    bound = false;
+    if (!schema.attrs.empty()) {
+      OwnedRef names = OwnedRef::Steal(PyTuple_New(static_cast<Py_ssize_t>(schema.attrs.size())));
+      if (!names) bp::throw_error_already_set();
+      for (std::size_t i = 0; i < schema.attrs.size(); ++i) {
+        PyObject* name = PyUnicode_FromStringAndSize(schema.attrs[i].name.data(),
+                                                     static_cast<Py_ssize_t>(schema.attrs[i].name.size()));
+        if (name == nullptr) bp::throw_error_already_set();
+        PyUnicode_InternInPlace(&name);
+        PyTuple_SET_ITEM(names.get(), static_cast<Py_ssize_t>(i), name);
+      }
+      kwnames = InterpreterRef::Steal(names.release());
+    }
+    for (const auto& a : schema.attrs) attr_names.push_back(a.name);
+    for (const auto& in : schema.inputs) input_kinds.push_back(in.kind);
+    attrs.resize(schema.attrs.size());
+    bound = true;
+  }
+
+  // A borrowed reference to the value of attribute i for this call.
+  PyObject* Attr(std::size_t i, const AttrValue& value, const LeasePtr& lease) {
+    AttrSlot& slot = attrs[i];
+    if (slot.has && SameImmutableAttr(slot.value, value)) return slot.obj.get();
+    bp::object obj = AttrToPython(value, lease);
+    if (!ImmutableAttrType(TypeOf(value))) {
+      temps.push_back(OwnedRef::Borrow(obj.ptr()));
+      return obj.ptr();
+    }
+    slot.obj.Reset();
+    slot.obj = InterpreterRef::Borrow(obj.ptr());
+    slot.value = value;
+    slot.has = true;
+    return slot.obj.get();
+  }
+
+  // A borrowed reference to the view of `t` (input instance i) for this call.
+  PyObject* Tensor(std::size_t i, ge::Tensor* t, const LeasePtr& lease) {
+    if (tensors.size() <= i) tensors.resize(i + 1);
+    ViewSlot<TensorView>& slot = tensors[i];
+    // What MakeTensor would make: keeps the buffer alive; read-only when the
+    // engine marked the tensor so (an input the op does not mutate).
+    if (slot.obj && OnlyFrameHolds(slot.obj.get())) {
+      *slot.view = TensorView{t, t->Owner(), lease, t->IsReadOnly()};
+      ++reused;
+      return slot.obj.get();
+    }
+    slot.obj.Reset();
+    bp::object obj = MakeTensor(t, t->Owner(), lease, /*read_only=*/false);
+    slot.view = &bp::extract<TensorView&>(obj)();
+    slot.obj = InterpreterRef::Borrow(obj.ptr());
+    return slot.obj.get();
+  }
+
+  PyObject* Ctx(EagerOpExecutionContext* c, const LeasePtr& lease) {
+    if (ctx.obj && OnlyFrameHolds(ctx.obj.get())) {
+      *ctx.view = ExecCtxView{c, nullptr, lease, false};
+      ++reused;
+      return ctx.obj.get();
+    }
+    ctx.obj.Reset();
+    bp::object obj = MakeExecCtx(c, lease);
+    ctx.view = &bp::extract<ExecCtxView&>(obj)();
+    ctx.obj = InterpreterRef::Borrow(obj.ptr());
+    return ctx.obj.get();
+  }
+
+  // The end of a call (its lease already expired): drops the objects of this
+  // call only, lets go of the tensors' buffers, and keeps only the views
+  // nobody else holds.
+  void EndCall() noexcept {
+    temps.clear();
+    for (auto& slot : tensors) {
+      if (!slot.obj) continue;
+      if (OnlyFrameHolds(slot.obj.get())) {
+        *slot.view = TensorView{nullptr, nullptr, Lease::Expired(), false};
+      } else {
+        slot.obj.Reset();  // the plugin's now: it stays expired, on the buffer it kept
+        slot.view = nullptr;
+      }
+    }
+    if (ctx.obj) {
+      if (OnlyFrameHolds(ctx.obj.get())) {
+        *ctx.view = ExecCtxView{nullptr, nullptr, Lease::Expired(), false};
+      } else {
+        ctx.obj.Reset();
+        ctx.view = nullptr;
+      }
+    }
+  }
+
+  // The lease of a new call: the last one when nothing else shares it.
+  const LeasePtr& NewLease() {
+    if (!Lease::Renew(lease)) lease = std::make_shared<Lease>(false);
+    return lease;
+  }
+
+  void Reset() noexcept {
+    temps.clear();
+    for (auto& slot : tensors) slot.obj.Reset();
+    tensors.clear();
+    ctx.obj.Reset();
+    for (auto& a : attrs) a.obj.Reset();
+    attrs.clear();
+    kwnames.Reset();
+    attr_names.clear();
+    input_kinds.clear();
+    bound = false;
+    lease.reset();
+  }
+};
+
+ExecuteFrame::ExecuteFrame(std::shared_ptr<const OpSchema> schema) : s_(std::make_unique<State>()) {
+  s_->pinned = std::move(schema);
+}
+ExecuteFrame::~ExecuteFrame() = default;
+void ExecuteFrame::Reset() noexcept { s_->Reset(); }
+std::size_t ExecuteFrame::ReusedViews() const noexcept { return s_->reused; }
+
 Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContext* ctx, const CallSite& site,
-                     bool keep_python_error) {
-  auto lease = std::make_shared<Lease>(false);
-  LeaseScope scope(lease);  // expires every view handed out below, on every path
+                     bool keep_python_error, ExecuteFrame* frame) {
+  std::optional<ExecuteFrame> scratch_frame;  // made only when needed
+  ExecuteFrame::State* f = frame != nullptr ? frame->s_.get() : nullptr;
+  if (f == nullptr || f->busy) f = scratch_frame.emplace().s_.get();
+  // In this order at the end of the call, on every path: the lease expires
+  // (every view handed out, every memoryview released), then the frame keeps
+  // what nobody else holds (a temporary frame drops everything).
+  struct EndOfCall {
+    ExecuteFrame::State* f;
+    bool scratch;
+    ~EndOfCall() {
+      f->lease->Expire();
+      f->EndCall();
+      f->busy = false;
+      if (scratch) f->Reset();
+    }
+  };
+  const LeasePtr& lease = f->NewLease();
+  EndOfCall end{f, scratch_frame.has_value()};
+  f->busy = true;
+  f->reused = 0;
   try {
     const OpSchema& schema = ctx->GetSchema();
-    OwnedRef args = OwnedRef::Steal(PyTuple_New(static_cast<Py_ssize_t>(schema.inputs.size())));
-    if (args.get() == nullptr) bp::throw_error_already_set();
-    SetEntryArgs(args.get(), 0, DynamicInputs(schema), ctx->InputLayout(),
-                 [ctx](std::size_t i) { return ctx->GetInputTensor(i); }, lease, /*with_data=*/true);
-    OwnedRef kwargs = AttrKwargs(schema, *ctx->GetAttrs(), lease);
-    bp::object ctx_obj = MakeExecCtx(ctx, lease);
-    return CallSchemaBound(method, args.get(), kwargs.get(), {{ctx_var, ctx_obj.ptr()}}, site, keep_python_error);
+    f->Bind(schema);
+    const InstanceLayout& layout = ctx->InputLayout();
+    const std::size_t n_in = schema.inputs.size(), n_attr = schema.attrs.size();
+    f->stack.assign(1 + n_in + n_attr, nullptr);
+    PyObject** args = f->stack.data() + 1;  // args[-1] is free (PY_VECTORCALL_ARGUMENTS_OFFSET)
+    for (std::size_t k = 0; k < n_in; ++k) {
+      const std::size_t start = layout.Start(k), count = layout.Count(k);
+      if (schema.inputs[k].kind == IrInputKind::kDynamic) {
+        OwnedRef list = OwnedRef::Steal(PyList_New(static_cast<Py_ssize_t>(count)));
+        if (!list) bp::throw_error_already_set();
+        for (std::size_t i = 0; i < count; ++i) {
+          PyList_SET_ITEM(list.get(), static_cast<Py_ssize_t>(i),
+                          Py_NewRef(f->Tensor(start + i, ctx->GetInputTensor(start + i), lease)));
+        }
+        args[k] = list.get();
+        f->temps.push_back(std::move(list));
+      } else if (count == 0) {
+        args[k] = Py_None;
+      } else {
+        args[k] = f->Tensor(start, ctx->GetInputTensor(start), lease);
+      }
+    }
+    const RuntimeAttrs& attrs = *ctx->GetAttrs();
+    for (std::size_t i = 0; i < n_attr; ++i) args[n_in + i] = f->Attr(i, attrs.At(i), lease);
+    const std::pair<PyObject*, PyObject*> binding{ctx_var, f->Ctx(ctx, lease)};
+    PyObject* kwnames = f->kwnames.get();
+    return WithContextVars(&binding, 1, site, keep_python_error, [&] {
+      return PyObject_Vectorcall(method, args, n_in | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+    });
   } catch (const bp::error_already_set&) {
     return PythonErrorStatus(site, keep_python_error);
   } catch (const std::exception& e) {

@@ -79,13 +79,57 @@ Status CallSchemaBound(PyObject* method, PyObject* args, PyObject* kwargs,
 Status PythonErrorStatus(const CallSite& site, bool keep_python_error);
 Status CppErrorStatus(const CallSite& site, const std::exception& e);
 
+// What the eager execute of one op keeps between its calls, so that a call
+// builds nothing it built last time (share/docs/host-design.md, "Borrowed
+// objects"):
+//  - the keyword names of the attributes (one tuple, for PyObject_Vectorcall),
+//    rebuilt only when a call brings a schema with other names or kinds;
+//  - the Python value of each int, float, bool, str and DataType attribute,
+//    reused while the attribute's value is the same (these Python values are
+//    immutable); lists and tensor attributes are built for every call;
+//  - the Tensor view of each input instance and the EagerOpExecutionContext
+//    view. When a call ends, each view is expired with the call's lease and its
+//    tensor buffer is let go. A view nobody else references (reference count 1:
+//    the plugin kept it nowhere, no weak reference, no instance attributes) is
+//    kept and re-pointed at the next call's tensor; any other is dropped from
+//    the frame, stays expired for whoever holds it, and a new view is made.
+//
+// One frame per op object (PythonOpAdapter), used only with the GIL held in the
+// interpreter of its op. A call that finds the frame in use (a second thread
+// calling the same op while the first one's callback runs) uses a temporary
+// frame instead. Reset() drops every Python object (its interpreter current,
+// GIL held); a frame destroyed while still holding some leaks them and logs an
+// error (InterpreterRef, py_ref.h).
+class ExecuteFrame {
+ public:
+  // `schema` (may be null): the op's schema, kept alive by the frame; a call
+  // with exactly that schema skips comparing names and kinds.
+  explicit ExecuteFrame(std::shared_ptr<const OpSchema> schema = nullptr);
+  ~ExecuteFrame();
+  ExecuteFrame(const ExecuteFrame&) = delete;
+  ExecuteFrame& operator=(const ExecuteFrame&) = delete;
+  void Reset() noexcept;
+
+  // For tests: how many views of the last call were re-pointed rather than made.
+  std::size_t ReusedViews() const noexcept;
+
+  struct State;  // dispatch.cc
+
+ private:
+  friend Status InvokeExecute(PyObject*, PyObject*, EagerOpExecutionContext*, const CallSite&, bool, ExecuteFrame*);
+  std::unique_ptr<State> s_;
+};
+
 // execute(self, <inputs...>, *, <attrs...>) through `method` (a bound method),
 // with `ctx_var` (ge.custom_op's ContextVar) bound to the context for the call.
 // With keep_python_error, a Python exception raised by the callback stays
 // pending (for ge.testing, which re-raises it) instead of being converted.
 // A non-None result is a TypeError "<method> must return None" either way.
+// `frame` (may be null: a temporary one) keeps the call's Python objects for
+// the next call of the same op (see ExecuteFrame); the plugin sees the same
+// arguments, expiry, read-only rules and errors either way.
 Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContext* ctx, const CallSite& site,
-                     bool keep_python_error = false);
+                     bool keep_python_error = false, ExecuteFrame* frame = nullptr);
 
 // infer_meta: calls `call_infer_meta(proto, inputs, attrs)` (ge.custom_op._proto)
 // and stores its result in ctx.

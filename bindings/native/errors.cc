@@ -228,6 +228,23 @@ const std::shared_ptr<Lease>& Lease::Owned() {
   return kOwned;
 }
 
+const std::shared_ptr<Lease>& Lease::Expired() {
+  static const std::shared_ptr<Lease> kExpired = [] {
+    auto lease = std::make_shared<Lease>(false);
+    lease->alive_ = false;
+    return lease;
+  }();
+  return kExpired;
+}
+
+bool Lease::Renew(const std::shared_ptr<Lease>& lease) noexcept {
+  if (!lease || lease.use_count() != 1 || lease->alive_ || lease->owner_ != nullptr || !lease->views_.empty()) {
+    return false;
+  }
+  lease->alive_ = true;
+  return true;
+}
+
 std::shared_ptr<Lease> Lease::ForOwner(const char* owner) {
   auto lease = std::make_shared<Lease>(false);
   lease->owner_ = owner;

@@ -42,6 +42,14 @@ class Lease {
 
   // The shared never-expiring, writable lease of owned values.
   static const std::shared_ptr<Lease>& Owned();
+  // A shared lease that is always expired (what a view kept for re-use holds
+  // between two callbacks; bindings/native/dispatch.h, ExecuteFrame).
+  static const std::shared_ptr<Lease>& Expired();
+  // Makes `lease`, an expired callback lease, serve the next callback (alive
+  // again, no memoryviews) when nothing else shares it (use_count() == 1): no
+  // object that saw it expire can see it alive again. Returns false and
+  // changes nothing otherwise (or when it is alive or an owner lease).
+  static bool Renew(const std::shared_ptr<Lease>& lease) noexcept;
 
  private:
   bool alive_ = true;

@@ -39,10 +39,12 @@ int FrozenSet(PyObject* self, PyObject* obj, PyObject* value) {
 
 void FrozenDealloc(PyObject* self) {
   auto* p = reinterpret_cast<FrozenPropertyObject*>(self);
+  PyTypeObject* type = Py_TYPE(self);
   Py_XDECREF(p->fget);
   Py_XDECREF(p->fset);
   Py_XDECREF(p->doc);
-  Py_TYPE(self)->tp_free(self);
+  type->tp_free(self);
+  Py_DECREF(type);  // an instance of a heap type holds a reference to it
 }
 
 PyObject* FrozenDoc(PyObject* self, void*) {
@@ -52,18 +54,33 @@ PyObject* FrozenDoc(PyObject* self, void*) {
 
 PyGetSetDef g_frozen_getset[] = {{"__doc__", FrozenDoc, nullptr, nullptr, nullptr}, {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
-PyTypeObject g_frozen_property_type = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-  t.tp_name = "_ge_native.frozen_property";
-  t.tp_basicsize = sizeof(FrozenPropertyObject);
-  t.tp_dealloc = FrozenDealloc;
-  t.tp_descr_get = FrozenGet;
-  t.tp_descr_set = FrozenSet;
-  t.tp_getset = g_frozen_getset;
-  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION;
-  t.tp_doc = "A read-only replacement of property for the classes shared by all interpreters.";
-  return t;
-}();
+PyType_Slot g_frozen_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(FrozenDealloc)},
+    {Py_tp_descr_get, reinterpret_cast<void*>(FrozenGet)},
+    {Py_tp_descr_set, reinterpret_cast<void*>(FrozenSet)},
+    {Py_tp_getset, g_frozen_getset},
+    {Py_tp_doc, const_cast<char*>("A read-only replacement of property for the classes shared by all interpreters.")},
+    {0, nullptr},
+};
+
+PyType_Spec g_frozen_spec = {
+    "_ge_native.frozen_property", static_cast<int>(sizeof(FrozenPropertyObject)), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION, g_frozen_slots,
+};
+
+// The frozen_property type: a heap type (PyType_FromSpec), made once, in the
+// interpreter that initializes _ge_native (the main one), and kept for the
+// process. One type for every interpreter, like the Boost.Python classes it
+// serves: its instances sit in those shared classes' dicts (share/docs/host-design.md,
+// "Interpreters").
+PyTypeObject* FrozenPropertyType() {
+  static PyTypeObject* type = [] {
+    PyObject* t = PyType_FromSpec(&g_frozen_spec);
+    if (t == nullptr) bp::throw_error_already_set();
+    return reinterpret_cast<PyTypeObject*>(t);  // one reference, never dropped
+  }();
+  return type;
+}
 
 }  // namespace
 
@@ -75,14 +92,14 @@ bp::object RefuseInit(bp::tuple args, bp::dict) {
 
 void FreezeClass(bp::object cls) {
   auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
-  if (PyType_Ready(&g_frozen_property_type) < 0) bp::throw_error_already_set();
+  PyTypeObject* frozen_type = FrozenPropertyType();
   PyObject* dict = type->tp_dict;
   PyObject *key, *value;
   Py_ssize_t pos = 0;
   std::vector<std::pair<PyObject*, PyObject*>> replace;
   while (PyDict_Next(dict, &pos, &key, &value)) {
     if (!PyObject_TypeCheck(value, &PyProperty_Type)) continue;
-    auto* fp = PyObject_New(FrozenPropertyObject, &g_frozen_property_type);
+    auto* fp = PyObject_New(FrozenPropertyObject, frozen_type);
     if (fp == nullptr) bp::throw_error_already_set();
     fp->fget = PyObject_GetAttrString(value, "fget");
     fp->fset = PyObject_GetAttrString(value, "fset");

@@ -10,7 +10,7 @@ namespace ge::py {
 
 namespace {
 
-// The buffer exporter behind Tensor.data: a tiny static type implementing the
+// The buffer exporter behind Tensor.data: a tiny type implementing the
 // buffer protocol (a memoryview over it is zero-copy). It keeps the tensor's
 // buffer owner alive, so a view kept past the callback never reads freed memory;
 // the memoryview itself is released when the callback's lease expires.
@@ -49,27 +49,40 @@ int TensorBufferGet(PyObject* self, Py_buffer* view, int flags) {
 
 void TensorBufferDealloc(PyObject* self) {
   auto* o = reinterpret_cast<TensorBufferObject*>(self);
+  PyTypeObject* type = Py_TYPE(self);
   delete o->keep;
-  Py_TYPE(self)->tp_free(self);
+  type->tp_free(self);
+  Py_DECREF(type);  // an instance of a heap type holds a reference to it
 }
 
-PyBufferProcs g_tensor_buffer_procs = {TensorBufferGet, nullptr};
+PyType_Slot g_tensor_buffer_slots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(TensorBufferDealloc)},
+    {Py_bf_getbuffer, reinterpret_cast<void*>(TensorBufferGet)},
+    {Py_tp_doc, const_cast<char*>("Buffer exporter behind Tensor.data (internal).")},
+    {0, nullptr},
+};
 
-PyTypeObject g_tensor_buffer_type = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-  t.tp_name = "_ge_native._TensorBuffer";
-  t.tp_basicsize = sizeof(TensorBufferObject);
-  t.tp_dealloc = TensorBufferDealloc;
-  t.tp_as_buffer = &g_tensor_buffer_procs;
-  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION;
-  t.tp_doc = "Buffer exporter behind Tensor.data (internal).";
-  return t;
-}();
+PyType_Spec g_tensor_buffer_spec = {
+    "_ge_native._TensorBuffer", static_cast<int>(sizeof(TensorBufferObject)), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION, g_tensor_buffer_slots,
+};
+
+// The exporter type: a heap type (PyType_FromSpec) made once at module init in
+// the main interpreter and kept for the process; one type for every
+// interpreter. Per-interpreter types would need per-interpreter module state,
+// which the single-phase, Boost.Python-built _ge_native does not have, and a
+// lookup on every Tensor.data; the type holds no Python state of its own (no
+// dict entries a plugin could change: it is immutable), so sharing it is what
+// the shared Boost.Python classes already do (share/docs/host-design.md, "Interpreters").
+PyTypeObject* g_tensor_buffer_type = nullptr;
 
 }  // namespace
 
 void RegisterTensorBuffer() {
-  if (PyType_Ready(&g_tensor_buffer_type) < 0) bp::throw_error_already_set();
+  if (g_tensor_buffer_type != nullptr) return;
+  PyObject* t = PyType_FromSpec(&g_tensor_buffer_spec);
+  if (t == nullptr) bp::throw_error_already_set();
+  g_tensor_buffer_type = reinterpret_cast<PyTypeObject*>(t);  // one reference, never dropped
 }
 
 // A memoryview over `buf` (C-contiguous `shape` of `itemsize`-byte `fmt`
@@ -78,7 +91,7 @@ void RegisterTensorBuffer() {
 // is registered with `lease` and released when the callback ends.
 bp::object MakeBufferView(void* buf, std::size_t len, bool readonly, char fmt, Py_ssize_t itemsize,
                           const std::vector<Py_ssize_t>& shape, std::shared_ptr<void> keep, const LeasePtr& lease) {
-  auto* o = PyObject_New(TensorBufferObject, &g_tensor_buffer_type);
+  auto* o = PyObject_New(TensorBufferObject, g_tensor_buffer_type);
   if (o == nullptr) bp::throw_error_already_set();
   o->keep = new std::shared_ptr<void>(std::move(keep));
   o->buf = buf;

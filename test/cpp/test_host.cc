@@ -656,6 +656,41 @@ BOOST_AUTO_TEST_CASE(execute_returning_non_none) {
   BOOST_CHECK_EQUAL(r.status.info().plugin, "returns");
 }
 
+// The host keeps a call's Tensor and context views for the next call of the
+// same op and re-points them, but only those nobody else references
+// (bindings/native/dispatch.h, ExecuteFrame): a view a plugin kept (strongly,
+// weakly, through a contextvars copy) stays expired and is never handed out
+// again, an attribute set on a view does not reach the next call, and every
+// call reads its own input.
+BOOST_AUTO_TEST_CASE(views_kept_by_a_plugin_stay_expired) {
+  Loaded l({Case("view_reuse")});
+  Expect(l.reports, "keeper", "ok");
+  enum Mode { kKeep = 0, kWeak = 1, kTag = 2, kNothing = 3, kCopyContext = 4 };
+  // Returns y: expired, alive, held, tagged, value (plugins/testing/host/view_reuse/keeper.py).
+  using V = std::vector<float>;
+  auto call = [&](int mode, float value) {
+    V y = ExecFloats(l.registry, "HostKeepView", {float(mode), value, 0, 0, 0});
+    BOOST_TEST_MESSAGE("mode " << mode << ": " << y[0] << " " << y[1] << " " << y[2] << " " << y[3] << " " << y[4]);
+    return y;
+  };
+  BOOST_CHECK((call(kNothing, 1) == V{0, 0, 0, 0, 1}));
+  BOOST_CHECK((call(kNothing, 2) == V{0, 0, 0, 0, 2}));  // a re-used view reads the new input
+  BOOST_CHECK((call(kKeep, 3) == V{0, 0, 0, 0, 3}));
+  // The kept x and context: expired, and neither is this call's x or context.
+  BOOST_CHECK((call(kNothing, 4) == V{2, 0, 0, 0, 4}));
+  BOOST_CHECK((call(kNothing, 5) == V{2, 0, 0, 0, 5}));
+  BOOST_CHECK((call(kWeak, 6) == V{2, 0, 0, 0, 6}));
+  // Weakly referenced views are not re-used: the host lets them go, so the weak
+  // references die (nothing else held them) instead of seeing a live view.
+  BOOST_CHECK((call(kNothing, 7) == V{2, 0, 0, 0, 7}));
+  BOOST_CHECK((call(kTag, 8) == V{2, 0, 0, 0, 8}));
+  BOOST_CHECK((call(kNothing, 9) == V{2, 0, 0, 0, 9}));  // the tagged view is not this call's
+  BOOST_CHECK((call(kCopyContext, 10) == V{2, 0, 0, 0, 10}));
+  // A context copied inside the callback sees no active execute context afterwards.
+  BOOST_CHECK((call(kNothing, 11) == V{3, 0, 0, 0, 11}));
+  BOOST_CHECK((call(kNothing, 12) == V{3, 0, 0, 0, 12}));
+}
+
 BOOST_AUTO_TEST_CASE(python_calls_are_counted) {
   Loaded l({Case("good")});
   const uint64_t before = l.host->PythonCalls();
