@@ -173,7 +173,23 @@ std::string ErrorHint(const plugin::PluginError& e, bool op_library) {
 // "Checking a plugin"). Each problem comes with a hint; conflicts are checked
 // against the registry the admin has (the cache, or the opp path when given).
 // Returns the exit code.
-int Check(const std::string& given, const std::string& cache_path, const RefreshOptions& ropts,
+// How --check says what it checked against.
+std::string RegistryText(const std::string& source, const std::string& where, std::size_t n) {
+  const std::string count = " (" + std::to_string(n) + " plugin(s))";
+  if (source == "daemon") return "the registry daemon at " + Printable(where) + count;
+  if (source == "cache") return "the cache " + Printable(where) + count;
+  if (source == "scan") return "a scan of the opp path " + Printable(where) + count;
+  return "nothing installed (no daemon, no cache; give --opp-path or set ASCEND_CUSTOM_OPP_PATH)";
+}
+
+// Where --check finds the admin's registry: the command line's --no-daemon,
+// --socket and --cache.
+struct CheckRegistry {
+  bool no_daemon = false;
+  std::string socket_path, cache_option;
+};
+
+int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptions& ropts,
           const std::vector<std::string>& entries, bool json_out, std::ostream& out, std::ostream& err) {
   // The path as typed, else as the listing spells it (\xNN for a non-UTF-8 byte).
   std::string path = given;
@@ -187,24 +203,61 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
   const plugin::Discovery found = folder ? plugin::Discover({path}, dopts) : plugin::DiscoverOne(path, dopts);
 
   // What the admin's registry holds, for op_type conflicts and for the
-  // prototypes of op libraries: with an opp path (--opp-path or
-  // ASCEND_CUSTOM_OPP_PATH), that opp path as its listing shows it (the
-  // cache's records when the cache is of that opp path, what changed scanned
-  // again); without one, the cache as it is.
+  // prototypes of op libraries (share/docs/registry.md, "--check"): the
+  // daemon when one answers (serving the opp path given, if one is given);
+  // else the cache (--cache, else the default or this user's listing cache
+  // of the opp path), brought up to date for the opp path given; else a scan
+  // of the opp path given. Neither cache is written.
   std::map<std::string, plugin::PluginRecord> installed;
-  std::string why;
-  auto cache = plugin::LoadCache(cache_path, &why, /*light=*/true);
-  if (!entries.empty()) {
-    std::map<std::string, plugin::PluginRecord> prior;
-    if (cache && cache->opp_path == entries) prior = std::move(cache->records);
-    RefreshStats stats;
-    for (auto& r : Refresh(entries, prior, ropts, &stats, false)) installed[r.path] = std::move(r);
-  } else if (cache) {
-    installed = std::move(cache->records);
+  std::string registry_source = "none", registry_where;
+  if (!reg.no_daemon) {
+    Client c;
+    std::string why;
+    const std::string sock = reg.socket_path.empty() ? DefaultSocketPath() : reg.socket_path;
+    if (!SocketPathProblem(sock) && c.Connect(sock, 2000, &why)) {
+      if (auto line = c.RequestRaw(R"({"cmd":"list"})", &why, 60000)) {
+        json j = json::parse(*line, nullptr, false);
+        const bool usable = j.is_object() && j.value("ok", false) && j.contains("plugins") && j["plugins"].is_array() &&
+                            (entries.empty() || j.value("opp_path", json::array()) == PathsJson(entries));
+        if (usable) {
+          for (const auto& pj : j["plugins"]) {
+            std::string problem;
+            if (auto r = plugin::FromJson(pj, &problem)) installed[r->path] = std::move(*r);
+          }
+          registry_source = "daemon";
+          registry_where = sock;
+        }
+      }
+    }
+  }
+  if (registry_source == "none") {
+    const ListingCaches caches = ChooseListingCaches(reg.cache_option, entries);
+    std::string why;
+    std::optional<plugin::Cache> cache;
+    for (const auto& c : caches.candidates) {
+      cache = plugin::LoadCache(c, &why, /*light=*/true);
+      if (cache && (entries.empty() || cache->opp_path == entries)) {
+        registry_source = "cache";
+        registry_where = c;
+        break;
+      }
+      if (!cache && stdfs::exists(c)) err << "ge-plugin-ls: warning: " << Printable(why) << "; not using it\n";
+      cache.reset();
+    }
+    if (!entries.empty()) {
+      std::map<std::string, plugin::PluginRecord> prior;
+      if (cache) prior = std::move(cache->records);
+      RefreshStats stats;
+      for (auto& r : Refresh(entries, prior, ropts, &stats, false)) installed[r.path] = std::move(r);
+      if (registry_source == "none" || stats.scanned > 0) registry_source = "scan";
+      registry_where = registry_source == "scan" ? Utf8Text(PathsJson(entries).dump()) : registry_where;
+    } else if (cache) {
+      installed = std::move(cache->records);
+    }
   }
 
   json reports = json::array();
-  std::size_t total_problems = 0;
+  std::size_t total_problems = 0, plugins_with_problems = 0;
   std::ostringstream text;
   std::vector<std::string> scan_paths;
   for (const auto& c : found.plugins) {
@@ -309,9 +362,9 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
                          {"notes", notes}, {"ok", problems.empty()}});
       continue;
     }
-    text << "checking " << Printable(PathText(r.path)) << ": "
-         << (problems.empty() ? std::string("ok") : std::to_string(problems.size()) + " problem(s)") << " (status "
-         << plugin::StatusName(r.status) << ")\n";
+    // No verdict here: the one verdict is the last line, over every plugin checked.
+    text << "checking " << Printable(PathText(r.path)) << " (status " << plugin::StatusName(r.status) << ")\n";
+    if (!problems.empty()) ++plugins_with_problems;
     for (const auto& op : r.ops) {
       text << "  op " << Printable(op.op_type);
       if (op.prototype.is_object() && op.prototype.contains("signature") && op.prototype["signature"].is_string()) {
@@ -339,7 +392,7 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
                                                     {"hint", "give a .py file, a package folder or an opp folder"}}})},
                          {"notes", json::array()}, {"ok", false}});
     } else {
-      text << "checking " << Printable(PathText(path)) << ": no plugin found\n"
+      text << "checking " << Printable(PathText(path)) << " (no plugin found)\n"
            << "problem: no plugin in " << Printable(PathText(path))
            << "\n  hint: give a .py file, a package folder or an opp folder\n";
     }
@@ -350,10 +403,21 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
     j["path"] = PathText(path);
     j["plugins"] = reports;
     j["ok"] = total_problems == 0;
+    j["registry"] = {{"source", registry_source},
+                     {"where", registry_where.empty() ? json(nullptr) : json(Utf8Text(registry_where))},
+                     {"plugins", installed.size()}};
     out << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   } else {
     out << text.str();
-    out << (total_problems == 0 ? "no problems found\n" : std::to_string(total_problems) + " problem(s) found\n");
+    out << "installed plugins checked against: " << RegistryText(registry_source, registry_where, installed.size())
+        << "\n";
+    const std::size_t checked = std::max<std::size_t>(records.size(), 1);
+    if (total_problems == 0) {
+      out << "no problems found (" << checked << " plugin(s) checked)\n";
+    } else {
+      out << total_problems << " problem(s) found in " << std::max<std::size_t>(plugins_with_problems, 1) << " of "
+          << checked << " plugin(s) checked\n";
+    }
   }
   (void)err;
   return total_problems == 0 ? 0 : 1;
@@ -422,13 +486,20 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
   ropts.scan.allow_insecure = allow_insecure;
   ropts.scan.log_level = log_level.empty() ? (std::getenv("GE_LOG_LEVEL") ? "" : "error") : log_level;
   ropts.scan.quiet_children = log_level.empty() && !std::getenv("GE_LOG_LEVEL");
-  const std::vector<std::string> entries = OppEntries(opp_path);
+  std::vector<std::string> entries;
+  try {
+    entries = OppEntries(opp_path);
+  } catch (const std::runtime_error& e) {
+    err << "ge-plugin-ls: " << e.what() << "\n";
+    return 2;
+  }
   if (!check.empty()) {
-    return Check(check, cache_path.empty() ? DefaultCachePath() : cache_path, ropts, entries, json_out, out, err);
+    return Check(check, CheckRegistry{no_daemon, socket_path, cache_path}, ropts, entries, json_out, out, err);
   }
 
   json plugins;
   std::string source;
+  json scan_state;  // the daemon's {"in_progress", "pending"} (share/docs/registry.md, "Scan progress")
   if (!no_daemon) {
     Client c;
     std::string why;
@@ -456,6 +527,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
         if (j.is_object() && j.value("ok", false) && same_path && same_rule) {
           plugins = std::move(j["plugins"]);
           source = "daemon";
+          if (j.contains("scan") && j["scan"].is_object()) scan_state = std::move(j["scan"]);
         } else if (!same_path || !same_rule) {
           spdlog::debug("the daemon serves another opp path or safety rule; not using it");
         }
@@ -467,29 +539,47 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       err << "ge-plugin-ls: no opp path: give --opp-path or set ASCEND_CUSTOM_OPP_PATH (or start ge-plugin-registryd)\n";
       return 2;
     }
-    const std::string cpath = cache_path.empty() ? DefaultCachePath() : cache_path;
+    // Which cache is read and which written: share/docs/registry.md, "Which
+    // cache". A listing never replaces a cache holding another opp path.
+    const ListingCaches caches = ChooseListingCaches(cache_path, entries);
     std::map<std::string, plugin::PluginRecord> records;
     std::string why;
     bool light = false;
-    if (!rescan) {
-      // Fast path: a light read (no prototypes) is enough when nothing changed.
-      if (auto cache = plugin::LoadCache(cpath, &why, true)) {
-        if (cache->opp_path == entries) records = std::move(cache->records), light = true;
-      } else if (stdfs::exists(cpath)) {
-        Logger("ge-plugin-ls")->warn("{}; scanning", why);
+    // Fastest path: the listing index is fresh, and --json without filters
+    // needs no JSON parsing at all.
+    if (!rescan && json_out && op.empty() && status.empty()) {
+      for (const auto& c : caches.candidates) {
+        if (auto fresh = FreshListJson(c, entries, ropts.allow_insecure)) {
+          out << "{\"plugins\":" << *fresh << ",\"source\":\"cache\"}\n";
+          return 0;
+        }
       }
+    }
+    // The first cache holding this opp path is used (a light read: no
+    // prototypes, enough when nothing changed).
+    std::string used;
+    for (const auto& c : caches.candidates) {
+      if (auto cache = plugin::LoadCache(c, &why, true)) {
+        if (cache->opp_path != entries) continue;
+        used = c;
+        if (!rescan) records = std::move(cache->records), light = true;
+        break;
+      } else if (stdfs::exists(c)) {
+        Logger("ge-plugin-ls")->warn("{}; not using it (scanning instead)", why);
+      }
+    }
+    const std::string cpath = caches.WriteTo(used);
+    if (light && cpath != used) {
+      // Copied to another cache: with every record's detail.
+      if (auto cache = plugin::LoadCache(used, &why)) records = std::move(cache->records), light = false;
+    }
+    if (cpath == caches.own || cpath == UserCachePath()) {
+      // The user's XDG cache folder: created private (0700).
+      if (!EnsureFolder(UserCacheFolder(), 0700, &why)) err << "ge-plugin-ls: warning: " << Printable(why) << "\n";
     }
     std::vector<plugin::PluginRecord> ordered;
     RefreshStats stats;
     bool done = false;
-    // Fastest path: the listing index is fresh, and --json without filters
-    // needs no JSON parsing at all.
-    if (!rescan && json_out && op.empty() && status.empty()) {
-      if (auto fresh = FreshListJson(cpath, entries, ropts.allow_insecure)) {
-        out << "{\"plugins\":" << *fresh << ",\"source\":\"cache\"}\n";
-        return 0;
-      }
-    }
     if (light) {
       RefreshOptions dry = ropts;
       dry.no_scan = true;
@@ -499,7 +589,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
         // Something to scan: use the full records so that the cache written
         // back keeps every plugin's detail.
         records.clear();
-        if (auto cache = plugin::LoadCache(cpath, &why)) records = std::move(cache->records);
+        if (auto cache = plugin::LoadCache(used, &why)) records = std::move(cache->records);
       }
     }
     bool progress_shown = false;
@@ -512,7 +602,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (!done) ordered = Refresh(entries, records, ropts, &stats, rescan);
     if (progress_shown) err << "\r\033[K" << std::flush;
     source = done || (stats.scanned == 0 && !records.empty()) ? "cache" : "scan";
-    if (!done && (stats.scanned > 0 || stats.removed > 0)) {
+    if ((!done && (stats.scanned > 0 || stats.removed > 0)) || cpath != used) {
       std::string w;
       // The listing is still printed; the failure is said on stderr (a full
       // disk must not pass unnoticed), and the next run scans again.
@@ -527,6 +617,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
   if (filtered) plugins = Filter(plugins, op, status);
   if (json_out) {
     json j = {{"plugins", std::move(plugins)}, {"source", source}};
+    if (!scan_state.is_null()) j["scan"] = std::move(scan_state);
     out << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
     return filtered && j["plugins"].empty() ? 1 : 0;
   }
@@ -538,6 +629,22 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
   for (const auto& [k, v] : counts) s << ", " << v << " " << k;
   s << " (source: " << source << ")";
   out << s.str() << "\n";
+  if (scan_state.is_object() && scan_state.value("in_progress", false)) {
+    // The listing is of a registry being refreshed: say which plugins are
+    // still being scanned (they show their previous record, or are not listed yet).
+    const json pending = scan_state.value("pending", json::array());
+    out << "scan in progress: " << pending.size() << " plugin(s) still being scanned";
+    std::size_t shown = 0;
+    for (const auto& p : pending) {
+      if (!p.is_string()) continue;
+      if (shown == 5) {
+        out << ", ...";
+        break;
+      }
+      out << (shown++ ? ", " : ": ") << Printable(p.get<std::string>());
+    }
+    out << "\n";
+  }
   return filtered && plugins.empty() ? 1 : 0;
 }
 

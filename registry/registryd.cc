@@ -96,6 +96,7 @@ class State {
     std::map<std::string, int> counts;
     uint64_t generation = 0;
     double last_scan_ms = 0;
+    json scan = json::object();  // {"in_progress", "pending"}
   };
   std::shared_ptr<const Snapshot> Get() const {
     std::lock_guard<std::mutex> l(mu_);
@@ -185,11 +186,10 @@ class Daemon {
 
  private:
   // ---- scanning -----------------------------------------------------------------------------
-  json RunTask(const Task& t) {
-    const auto t0 = std::chrono::steady_clock::now();
-    RefreshStats stats;
-    std::vector<plugin::PluginRecord> ordered = Refresh(entries_, records_, ropts_, &stats, t.force, t.paths);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Serves `ordered` to clients; `pending` (paths still being scanned, in
+  // path order) says a scan is in progress (share/docs/registry.md, "Scan progress").
+  std::shared_ptr<State::Snapshot> Publish(std::vector<plugin::PluginRecord> ordered,
+                                           const std::vector<std::string>& pending, double last_scan_ms) {
     auto snap = std::make_shared<State::Snapshot>();
     json plugins = json::array();
     for (auto& r : ordered) {
@@ -200,12 +200,27 @@ class Daemon {
       snap->by_path[p] = std::move(r);
     }
     snap->generation = ++generation_;
-    snap->last_scan_ms = ms;
+    snap->last_scan_ms = last_scan_ms;
+    snap->scan = {{"in_progress", !pending.empty()}, {"pending", PathsJson(pending)}};
     json list = {{"ok", true}, {"source", "daemon"}, {"generation", snap->generation}, {"opp_path", PathsJson(entries_)},
-                 {"allow_insecure", ropts_.allow_insecure},
+                 {"allow_insecure", ropts_.allow_insecure}, {"scan", snap->scan},
                  {"plugins", std::move(plugins)}};
     snap->list_line = list.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     state.Set(snap);
+    return snap;
+  }
+
+  json RunTask(const Task& t) {
+    const auto t0 = std::chrono::steady_clock::now();
+    RefreshStats stats;
+    RefreshOptions ropts = ropts_;
+    const double previous_ms = state.Get()->last_scan_ms;
+    ropts.partial = [&](const std::vector<plugin::PluginRecord>& so_far, const std::vector<std::string>& pending) {
+      Publish(so_far, pending, previous_ms);
+    };
+    std::vector<plugin::PluginRecord> ordered = Refresh(entries_, records_, ropts, &stats, t.force, t.paths);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    auto snap = Publish(std::move(ordered), {}, ms);
     if (stats.scanned > 0 || stats.removed > 0 || !cache_written_) {
       std::string why;
       if (SaveCache(cache_path_, entries_, records_, &why)) {
@@ -562,6 +577,7 @@ class Daemon {
                 {"counts", snap->counts},
                 {"generation", snap->generation},
                 {"last_scan_ms", snap->last_scan_ms},
+                {"scan", snap->scan},
                 {"opp_path", PathsJson(entries_)},
                 {"allow_insecure", ropts_.allow_insecure},
                 {"socket", socket_path_},
@@ -720,7 +736,13 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
     }
     gid = static_cast<int>(g->gr_gid);
   }
-  const std::vector<std::string> entries = OppEntries(opp_path);
+  std::vector<std::string> entries;
+  try {
+    entries = OppEntries(opp_path);
+  } catch (const std::runtime_error& e) {
+    err << "ge-plugin-registryd: " << e.what() << "\n";
+    return 2;
+  }
   if (entries.empty()) {
     err << "ge-plugin-registryd: no opp path: give --opp-path or set ASCEND_CUSTOM_OPP_PATH\n" << kUsage << "\n";
     return 2;
@@ -729,11 +751,37 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
     err << "ge-plugin-registryd: --socket must not be empty\n" << kUsage << "\n";
     return 2;
   }
-  if (socket_path.empty()) socket_path = DefaultSocketPath();
-  if (cache_path.empty()) cache_path = DefaultCachePath();
+  if (socket_path.empty()) socket_path = DaemonSocketPath();
+  if (cache_path.empty()) {
+    cache_path = DaemonCachePath();
+    // The user's own cache folder (XDG): created private (0700), as the
+    // specification asks; share/docs/registry.md, "Which cache".
+    if (cache_path == UserCachePath()) {
+      std::string why;
+      if (!EnsureFolder(UserCacheFolder(), 0700, &why)) {
+        // Not fatal: the daemon serves from memory and says why in `status`.
+        Logger("registryd")->warn("{}", why);
+      }
+    }
+  }
   if (auto problem = SocketPathProblem(socket_path)) {
     err << "ge-plugin-registryd: " << *problem << "\n";
     return 1;
+  }
+  if (socket_path == UserSocketPath()) {
+    // The per-user runtime folder: created 0700; one another user made (or
+    // opened to others) is refused, so no one else can put a socket where
+    // this user's clients look.
+    const std::string folder = stdfs::path(socket_path).parent_path().string();
+    std::string why;
+    if (!EnsureFolder(folder, 0700, &why)) {
+      err << "ge-plugin-registryd: " << why << "\n";
+      return 1;
+    }
+    if (auto problem = PrivateFolderProblem(folder)) {
+      err << "ge-plugin-registryd: cannot serve " << Printable(socket_path) << ": " << *problem << "\n";
+      return 1;
+    }
   }
   ::signal(SIGPIPE, SIG_IGN);
 
