@@ -199,7 +199,20 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
   }
   plugin::DiscoverOptions dopts;
   dopts.uid = ::geteuid();
-  const bool folder = boost::filesystem::is_directory(path, ec) && !plugin::IsPackageFolder(path);
+  // The discovery's rule (share/docs/plugin-authors.md, "Opp folders"): a
+  // package folder is one plugin, any other folder an opp folder; an opp root
+  // is one whatever else it holds (a package has no op_graph/lib/linux/<arch>/).
+  const bool folder = boost::filesystem::is_directory(path, ec) &&
+                      (!plugin::IsPackageFolder(path) || !plugin::OppLibraryFolders(path).empty());
+  // A package folder holding other plugin-like modules may be an opp folder
+  // with a stray __init__.py: said in the hint when the package registers nothing.
+  bool package_with_modules = false;
+  if (!folder && plugin::IsPackageFolder(path)) {
+    for (boost::filesystem::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+      const auto name = it->path().filename().string();
+      if (it->path().extension() == ".py" && name != "__init__.py" && name[0] != '_') package_with_modules = true;
+    }
+  }
   const plugin::Discovery found = folder ? plugin::Discover({path}, dopts) : plugin::DiscoverOne(path, dopts);
 
   // What the admin's registry holds, for op_type conflicts and for the
@@ -331,9 +344,14 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
       }
     }
     if (r.ok() && r.ops.empty() && !(r.op_library && !r.prototypes.empty())) {
-      problems.emplace_back(r.path + " registers no op",
-                            r.op_library ? "register a prototype (REG_OP) or a custom op (REG_AUTO_MAPPING_OP) in the library"
-                                         : "decorate a prototype with @register_op and a class with @register_op_impl");
+      problems.emplace_back(
+          r.path + " registers no op",
+          r.op_library ? "register a prototype (REG_OP) or a custom op (REG_AUTO_MAPPING_OP) in the library"
+          : package_with_modules && r.path == path
+              ? "it holds __init__.py, so it is checked as one package plugin: import its modules from __init__.py, "
+                "or, if it is an opp folder of several plugins, remove its __init__.py (share/docs/plugin-authors.md, "
+                "\"Opp folders\")"
+              : "decorate a prototype with @register_op and a class with @register_op_impl");
     }
     if (r.ok()) {
       // Conflicts with what is installed: other plugins of the registry.

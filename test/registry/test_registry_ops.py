@@ -413,3 +413,43 @@ def test_check_of_a_folder_with_several_plugins_checks_each(tmp_path):
     j = json.loads(run_ls("--check", str(folder), "--json", env=env).stdout)
     assert [os.path.basename(r["path"]) for r in j["plugins"]] == ["one.py", "three.py", "two.py"]
     assert [r["ok"] for r in j["plugins"]] == [True, False, True]
+
+
+def test_check_of_a_folder_with_init_and_several_plugins_says_why(tmp_path):
+    """A folder with __init__.py is one package plugin (the discovery's rule);
+    when it registers nothing but holds modules, the hint says how to make it
+    an opp folder."""
+    folder = tmp_path / "pk"
+    folder.mkdir()
+    os.chmod(tmp_path, 0o755)
+    make_plugin(folder, "one", "OpsPkOne")
+    make_plugin(folder, "two", "OpsPkTwo")
+    (folder / "__init__.py").write_text("")
+    env = no_daemon_env(tmp_path, tmp_path / "none.json")
+    p = run_ls("--check", str(folder), env=env)
+    assert p.returncode == 1
+    assert str(folder) + " registers no op" in p.stdout and "remove its __init__.py" in p.stdout
+    # Without it, the folder is an opp folder: each plugin is checked.
+    os.unlink(folder / "__init__.py")
+    p = run_ls("--check", str(folder), env=env)
+    assert p.returncode == 0 and p.stdout.count("checking ") == 2
+    assert p.stdout.strip().splitlines()[-1] == "no problems found (2 plugin(s) checked)"
+
+
+def test_check_of_an_opp_root_with_init_checks_each(tmp_path):
+    """An opp root is checked as one, even with an __init__.py: a package has
+    no op_graph/lib/linux/<arch>/ folder."""
+    from registry_helpers import make_opp_root
+    root = tmp_path / "root"
+    root.mkdir()
+    os.chmod(tmp_path, 0o755)
+    lib_dir = make_opp_root(root, [])
+    make_plugin(root, "rp1", "OpsRp1")
+    make_plugin(root, "rp2", "OpsRp2")
+    (root / "__init__.py").write_text("")
+    os.chmod(root / "__init__.py", 0o644)
+    assert os.path.isdir(lib_dir)
+    env = no_daemon_env(tmp_path, tmp_path / "none.json")
+    p = run_ls("--check", str(root), "--json", env=env)
+    j = json.loads(p.stdout)
+    assert sorted(os.path.basename(r["path"]) for r in j["plugins"]) == ["rp1.py", "rp2.py"], p.stdout
