@@ -345,7 +345,7 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
     }
     if (r.ok() && r.ops.empty() && !(r.op_library && !r.prototypes.empty())) {
       problems.emplace_back(
-          r.path + " registers no op",
+          PathText(r.path) + " registers no op",
           r.op_library ? "register a prototype (REG_OP) or a custom op (REG_AUTO_MAPPING_OP) in the library"
           : package_with_modules && r.path == path
               ? "it holds __init__.py, so it is checked as one package plugin: import its modules from __init__.py, "
@@ -360,7 +360,7 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
         for (const auto& op : other.ops) {
           for (const auto& mine : r.ops) {
             if (op.op_type == mine.op_type) {
-              problems.emplace_back("op_type '" + mine.op_type + "' is also defined by " + other_path,
+              problems.emplace_back("op_type '" + mine.op_type + "' is also defined by " + PathText(other_path),
                                     "rename the op_type (op libraries win over Python plugins; otherwise the first in path order wins)");
             }
           }
@@ -562,7 +562,6 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     const ListingCaches caches = ChooseListingCaches(cache_path, entries);
     std::map<std::string, plugin::PluginRecord> records;
     std::string why;
-    bool light = false;
     // Fastest path: the listing index is fresh, and --json without filters
     // needs no JSON parsing at all.
     if (!rescan && json_out && op.empty() && status.empty()) {
@@ -573,42 +572,44 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
         }
       }
     }
-    // The first cache holding this opp path is used (a light read: no
-    // prototypes, enough when nothing changed).
+    // The first cache holding this opp path that is fresh for every plugin is
+    // used, else the first holding it (a light read: no prototypes, enough
+    // when nothing changed; the full records are read when something is to
+    // be scanned, so that the cache written keeps every plugin's detail).
     std::string used;
-    for (const auto& c : caches.candidates) {
-      if (auto cache = plugin::LoadCache(c, &why, true)) {
-        if (cache->opp_path != entries) continue;
-        used = c;
-        if (!rescan) records = std::move(cache->records), light = true;
-        break;
-      } else if (stdfs::exists(c)) {
-        Logger("ge-plugin-ls")->warn("{}; not using it (scanning instead)", why);
-      }
-    }
-    const std::string cpath = caches.WriteTo(used);
-    if (light && cpath != used) {
-      // Copied to another cache: with every record's detail.
-      if (auto cache = plugin::LoadCache(used, &why)) records = std::move(cache->records), light = false;
-    }
-    if (cpath == caches.own || cpath == UserCachePath()) {
-      // The user's XDG cache folder: created private (0700).
-      if (!EnsureFolder(UserCacheFolder(), 0700, &why)) err << "ge-plugin-ls: warning: " << Printable(why) << "\n";
-    }
     std::vector<plugin::PluginRecord> ordered;
     RefreshStats stats;
     bool done = false;
-    if (light) {
+    for (const auto& c : caches.candidates) {
+      auto cache = plugin::LoadCache(c, &why, true);
+      if (!cache) {
+        if (stdfs::exists(c)) Logger("ge-plugin-ls")->warn("{}; not using it (scanning instead)", why);
+        continue;
+      }
+      if (cache->opp_path != entries) continue;
+      if (rescan) {
+        used = c;
+        break;
+      }
       RefreshOptions dry = ropts;
       dry.no_scan = true;
-      ordered = Refresh(entries, records, dry, &stats, false);
-      done = stats.scanned == 0 && stats.removed == 0;
-      if (!done) {
-        // Something to scan: use the full records so that the cache written
-        // back keeps every plugin's detail.
-        records.clear();
-        if (auto cache = plugin::LoadCache(used, &why)) records = std::move(cache->records);
+      RefreshStats dry_stats;
+      std::vector<plugin::PluginRecord> dry_ordered = Refresh(entries, cache->records, dry, &dry_stats, false);
+      if (dry_stats.scanned == 0 && dry_stats.removed == 0) {
+        used = c, done = true;
+        records = std::move(cache->records), ordered = std::move(dry_ordered), stats = dry_stats;
+        break;
       }
+      if (used.empty()) used = c;
+    }
+    if (!used.empty() && !done && !rescan) {
+      if (auto cache = plugin::LoadCache(used, &why)) records = std::move(cache->records);
+    }
+    // Where what is scanned goes: never a cache holding another opp path.
+    const std::string cpath = caches.WriteTo(used);
+    if (!done && (cpath == caches.own || cpath == UserCachePath())) {
+      // The user's XDG cache folder: created private (0700).
+      if (!EnsureFolder(UserCacheFolder(), 0700, &why)) err << "ge-plugin-ls: warning: " << Printable(why) << "\n";
     }
     bool progress_shown = false;
     if (err_is_tty) {
@@ -620,7 +621,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (!done) ordered = Refresh(entries, records, ropts, &stats, rescan);
     if (progress_shown) err << "\r\033[K" << std::flush;
     source = done || (stats.scanned == 0 && !records.empty()) ? "cache" : "scan";
-    if ((!done && (stats.scanned > 0 || stats.removed > 0)) || cpath != used) {
+    if (!done && (stats.scanned > 0 || stats.removed > 0 || cpath != used)) {
       std::string w;
       // The listing is still printed; the failure is said on stderr (a full
       // disk must not pass unnoticed), and the next run scans again.
@@ -629,7 +630,10 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     plugins = json::array();
     for (const auto& r : ordered) plugins.push_back(plugin::ToJson(r, /*with_detail=*/false));
     std::string w;
-    if (!SaveListIndex(cpath, entries, ordered, &w) && !w.empty()) Logger("ge-plugin-ls")->info("{}", w);
+    // The index goes beside the cache it describes (a fresh cache read: that one).
+    if (!SaveListIndex(done ? used : cpath, entries, ordered, &w) && !w.empty()) {
+      Logger("ge-plugin-ls")->info("{}", w);
+    }
   }
   const bool filtered = !op.empty() || !status.empty();
   if (filtered) plugins = Filter(plugins, op, status);

@@ -19,8 +19,12 @@ from registry_helpers import BIN, Client, make_plugin, wait_for  # noqa: E402
 def private_xdg(tmp_path, monkeypatch):
     """Every tool run by a test keeps its per-user cache (the listing caches
     of share/docs/registry.md, "Which cache") in the test's own folder, never
-    in the real ~/.cache."""
+    in the real ~/.cache, and never meets the machine's daemon or cache."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    # Nor the machine's daemon or cache (which --check consults): a test
+    # that wants one names it.
+    monkeypatch.setenv("GE_PLUGIN_REGISTRY_SOCKET", str(tmp_path / "no-daemon.sock"))
+    monkeypatch.setenv("GE_PLUGIN_REGISTRY_CACHE", str(tmp_path / "default-cache" / "registry.json"))
 
 
 @pytest.fixture

@@ -132,7 +132,13 @@ def test_daemon_with_relative_opp_path_stores_it_absolute(opp, tmp_path):
                              "--socket", str(sock), "--cache", str(cache)], cwd=str(tmp_path),
                             stderr=subprocess.PIPE)
     try:
-        assert wait_for(lambda: sock.exists() or proc.poll() is not None, 30), "not serving"
+        def serving():
+            try:
+                Client(str(sock)).close()
+                return True
+            except OSError:
+                return proc.poll() is not None
+        assert wait_for(serving, 30), "not serving"
         assert read_json(cache)["opp_path"] == [str(opp)]
         assert Client(str(sock)).request({"cmd": "status"})["opp_path"] == [str(opp)]
     finally:
@@ -158,8 +164,9 @@ def test_relative_opp_path_in_a_removed_directory_is_a_usage_error(tmp_path):
     assert not (tmp_path / "c.json").exists()
 
 
-def test_unwritable_cache_folder_still_lists(opp, tmp_path):
+def test_unwritable_cache_folder_still_lists(opp, tmp_path, monkeypatch):
     make_plugin(opp, "uw", "OpsUw")
+    monkeypatch.delenv("GE_PLUGIN_REGISTRY_CACHE")  # the per-user default: $XDG_CACHE_HOME/ge-plugin/
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where a folder should be\n")
     # The per-user folder cannot be created: the listing warns and still lists.
