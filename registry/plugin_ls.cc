@@ -461,7 +461,8 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       "status", po::value<std::string>(&status), "only plugins with this status (ok, error, conflict, crashed, hung, exited, insecure, missing)")(
       "check", po::value<std::string>(&check),
       "validate a plugin (a .py file or package folder), an op library (a .so file), or every plugin and op "
-      "library of an opp folder or opp root, against the opp path given (else the cache); exit 1 on problems")(
+      "library of an opp folder or opp root, against the installed registry (the daemon, else the cache, else the "
+      "opp path given); exit 1 on problems")(
       "rescan", po::bool_switch(&rescan), "rescan every plugin first")(
       "timeout", po::value<double>(&timeout_s), "seconds a plugin may take to load when scanning here (default 10)")(
       "allow-insecure", po::bool_switch(&allow_insecure), "scan plugins writable by others / owned by another user")(

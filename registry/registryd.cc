@@ -154,6 +154,7 @@ class Daemon {
     }
     RunTask(Task{});  // the first scan, before clients are served
     if (!Bind(why)) return false;
+    serving_ = true;
     SetupInotify();
     worker_ = std::thread([this] { WorkerLoop(); });
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) { OnSignal(ec, sig); });
@@ -215,9 +216,12 @@ class Daemon {
     RefreshStats stats;
     RefreshOptions ropts = ropts_;
     const double previous_ms = state.Get()->last_scan_ms;
-    ropts.partial = [&](const std::vector<plugin::PluginRecord>& so_far, const std::vector<std::string>& pending) {
-      Publish(so_far, pending, previous_ms);
-    };
+    // Before the socket is served (the first scan) no one could see progress.
+    if (serving_) {
+      ropts.partial = [&](const std::vector<plugin::PluginRecord>& so_far, const std::vector<std::string>& pending) {
+        Publish(so_far, pending, previous_ms);
+      };
+    }
     std::vector<plugin::PluginRecord> ordered = Refresh(entries_, records_, ropts, &stats, t.force, t.paths);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     auto snap = Publish(std::move(ordered), {}, ms);
@@ -663,6 +667,7 @@ class Daemon {
   std::map<std::string, plugin::PluginRecord> records_;  // worker thread only (after Start)
   uint64_t generation_ = 0;
   bool cache_written_ = false;
+  bool serving_ = false;  // set before the worker thread starts; read by it
   std::map<int, std::string> watched_;  // io thread only
   std::array<char, 64 * 1024> ibuf_{};
   std::atomic<bool> stopping_{false};
