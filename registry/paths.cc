@@ -5,7 +5,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
 
 #include <boost/filesystem.hpp>
 
@@ -22,11 +26,13 @@ bool PathExists(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0;
 }
+}  // namespace
+
 std::string UserSocketPath() {
-  if (const char* e = std::getenv("XDG_RUNTIME_DIR"); e && *e) return std::string(e) + "/ge-plugin-registry.sock";
+  // XDG: a relative $XDG_RUNTIME_DIR is invalid and ignored.
+  if (const char* e = std::getenv("XDG_RUNTIME_DIR"); e && *e == '/') return std::string(e) + "/ge-plugin-registry.sock";
   return "/tmp/ge-plugin-registry-" + std::to_string(::geteuid()) + "/registry.sock";
 }
-}  // namespace
 
 // Explicit (environment) > systemd's directories (the daemon under systemd) >
 // root: the system places > a user's own daemon when present > the system
@@ -38,6 +44,13 @@ std::string DefaultSocketPath() {
   const std::string user = UserSocketPath();
   if (!PathExists(user) && PathExists(kSystemSocket)) return kSystemSocket;
   return user;
+}
+
+std::string DaemonSocketPath() {
+  if (const char* e = std::getenv("GE_PLUGIN_REGISTRY_SOCKET"); e && *e) return e;
+  if (const char* e = std::getenv("RUNTIME_DIRECTORY"); e && *e) return std::string(e) + "/registry.sock";
+  if (::geteuid() == 0) return kSystemSocket;
+  return UserSocketPath();
 }
 
 std::optional<std::string> SocketPathProblem(const std::string& path) {
@@ -62,6 +75,11 @@ std::vector<std::string> OppEntries(const std::string& opt) {
   boost::system::error_code ec;
   const boost::filesystem::path cwd = boost::filesystem::current_path(ec);
   for (auto& e : entries) {
+    if (e[0] != '/' && (ec || cwd.empty())) {
+      throw std::runtime_error("opp path entry '" + Printable(PathText(e)) +
+                               "' is relative and the current directory is unknown (" +
+                               (ec ? ec.message() : std::string("empty")) + "); give an absolute path");
+    }
     e = boost::filesystem::absolute(e, cwd).lexically_normal().string();
     // Boost spells a trailing slash "dir/." after normalization.
     if (e.size() > 2 && e.compare(e.size() - 2, 2, "/.") == 0) e.resize(e.size() - 2);
@@ -76,5 +94,104 @@ json PathsJson(const std::vector<std::string>& entries) {
 }
 
 std::string Printable(const std::string& s) { return TerminalSafe(s); }
+
+// ---- which cache ----------------------------------------------------------------------------
+
+namespace {
+// The system daemon's cache (share/systemd/ge-plugin-registryd.service, CacheDirectory=).
+constexpr char kSystemCache[] = "/var/cache/ge-plugin-registry/registry.json";
+
+std::string Parent(const std::string& p) {
+  const boost::filesystem::path bp(p);
+  return bp.has_parent_path() ? bp.parent_path().string() : ".";
+}
+// FNV-1a 64 (the hash the cache's stamps use), as 16 hex digits.
+std::string Fnv1a64Hex(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+}  // namespace
+
+std::string UserCacheFolder() { return Parent(UserCachePath()); }
+
+std::string DaemonCachePath() {
+  if (const char* e = std::getenv("GE_PLUGIN_REGISTRY_CACHE"); e && *e) return e;
+  if (const char* e = std::getenv("CACHE_DIRECTORY"); e && *e) return std::string(e) + "/registry.json";
+  if (::geteuid() == 0) return kSystemCache;
+  return UserCachePath();
+}
+
+ListingCaches ChooseListingCaches(const std::string& cache_option, const std::vector<std::string>& entries) {
+  ListingCaches c;
+  if (!cache_option.empty()) {
+    c.explicit_cache = cache_option;
+    c.candidates = {cache_option};
+    return c;
+  }
+  c.default_cache = DefaultCachePath();
+  const char* env = std::getenv("GE_PLUGIN_REGISTRY_CACHE");
+  c.default_is_users = (env && *env) || c.default_cache == UserCachePath();
+  // Keyed by the opp path as the cache stores it: one listing cache per opp path.
+  c.own = UserCacheFolder() + "/listing-" + Fnv1a64Hex(PathsJson(entries).dump()) + ".json";
+  c.candidates = {c.default_cache};
+  if (c.own != c.default_cache) c.candidates.push_back(c.own);
+  return c;
+}
+
+std::string ListingCaches::WriteTo(const std::string& used) const {
+  if (!explicit_cache.empty()) return explicit_cache;
+  // Writing means a temporary file and a rename in the cache's folder.
+  if (!used.empty() && used == default_cache && ::access(Parent(default_cache).c_str(), W_OK) == 0) {
+    return default_cache;
+  }
+  struct stat st {};
+  if (used.empty() && default_is_users && ::lstat(default_cache.c_str(), &st) != 0 && errno == ENOENT) {
+    return default_cache;
+  }
+  return own;
+}
+
+bool EnsureFolder(const std::string& folder, mode_t mode, std::string* why) {
+  const boost::filesystem::path target = boost::filesystem::path(folder).lexically_normal();
+  boost::filesystem::path sofar;
+  for (const auto& part : target) {
+    sofar /= part;
+    if (part == "." || part == "/" || part.empty()) continue;
+    struct stat st {};
+    if (::stat(sofar.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) {
+        if (why) *why = "cannot create " + Printable(folder) + ": " + Printable(sofar.string()) + " is not a folder";
+        return false;
+      }
+      continue;
+    }
+    if (::mkdir(sofar.c_str(), mode) != 0) {
+      if (errno == EEXIST) continue;  // made meanwhile (another process)
+      if (why) *why = "cannot create " + Printable(sofar.string()) + ": " + std::strerror(errno);
+      return false;
+    }
+    ::chmod(sofar.c_str(), mode);  // the mode asked for, whatever the umask
+  }
+  return true;
+}
+
+std::optional<std::string> PrivateFolderProblem(const std::string& folder) {
+  struct stat st {};
+  if (::lstat(folder.c_str(), &st) != 0) return std::nullopt;
+  char mode[8];
+  std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  if (!S_ISDIR(st.st_mode)) return Printable(folder) + " is not a folder (a symbolic link or a file)";
+  if (st.st_uid != ::geteuid()) {
+    return Printable(folder) + " belongs to uid " + std::to_string(st.st_uid) + ", not to uid " +
+           std::to_string(::geteuid()) + "; remove it or choose another --socket";
+  }
+  if ((st.st_mode & 077) != 0) {
+    return Printable(folder) + " has mode " + mode + ", open to other users (expected 0700); chmod 700 it";
+  }
+  return std::nullopt;
+}
 
 }  // namespace ge::registry

@@ -220,7 +220,23 @@ std::string ErrorHint(const plugin::PluginError& e, bool op_library) {
 // "Checking a plugin"). Each problem comes with a hint; conflicts are checked
 // against the registry the admin has (the cache, or the opp path when given).
 // Returns the exit code.
-int Check(const std::string& given, const std::string& cache_path, const RefreshOptions& ropts,
+// How --check says what it checked against.
+std::string RegistryText(const std::string& source, const std::string& where, std::size_t n) {
+  const std::string count = " (" + std::to_string(n) + " plugin(s))";
+  if (source == "daemon") return "the registry daemon at " + Printable(where) + count;
+  if (source == "cache") return "the cache " + Printable(where) + count;
+  if (source == "scan") return "a scan of the opp path " + Printable(where) + count;
+  return "nothing installed (no daemon, no cache; give --opp-path or set ASCEND_CUSTOM_OPP_PATH)";
+}
+
+// Where --check finds the admin's registry: the command line's --no-daemon,
+// --socket and --cache.
+struct CheckRegistry {
+  bool no_daemon = false;
+  std::string socket_path, cache_option;
+};
+
+int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptions& ropts,
           const std::vector<std::string>& entries, bool json_out, std::ostream& out, std::ostream& err) {
   // The path as typed, else as the listing spells it (\xNN for a non-UTF-8 byte).
   std::string path = given;
@@ -230,28 +246,78 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
   }
   plugin::DiscoverOptions dopts;
   dopts.uid = ::geteuid();
-  const bool folder = boost::filesystem::is_directory(path, ec) && !plugin::IsPackageFolder(path);
+  // The discovery's rule (share/docs/plugin-authors.md, "Opp folders"): a
+  // package folder is one plugin, any other folder an opp folder; an opp root
+  // is one whatever else it holds (a package has no op_graph/lib/linux/<arch>/).
+  const bool folder = boost::filesystem::is_directory(path, ec) &&
+                      (!plugin::IsPackageFolder(path) || !plugin::OppLibraryFolders(path).empty());
+  // A package folder holding other plugin-like modules may be an opp folder
+  // with a stray __init__.py: said in the hint when the package registers nothing.
+  bool package_with_modules = false;
+  if (!folder && plugin::IsPackageFolder(path)) {
+    for (boost::filesystem::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+      const auto name = it->path().filename().string();
+      if (it->path().extension() == ".py" && name != "__init__.py" && name[0] != '_') package_with_modules = true;
+    }
+  }
   const plugin::Discovery found = folder ? plugin::Discover({path}, dopts) : plugin::DiscoverOne(path, dopts);
 
   // What the admin's registry holds, for op_type conflicts and for the
-  // prototypes of op libraries: with an opp path (--opp-path or
-  // ASCEND_CUSTOM_OPP_PATH), that opp path as its listing shows it (the
-  // cache's records when the cache is of that opp path, what changed scanned
-  // again); without one, the cache as it is.
+  // prototypes of op libraries (share/docs/registry.md, "--check"): the
+  // daemon when one answers (serving the opp path given, if one is given);
+  // else the cache (--cache, else the default or this user's listing cache
+  // of the opp path), brought up to date for the opp path given; else a scan
+  // of the opp path given. Neither cache is written.
   std::map<std::string, plugin::PluginRecord> installed;
-  std::string why;
-  auto cache = plugin::LoadCache(cache_path, &why, /*light=*/true);
-  if (!entries.empty()) {
-    std::map<std::string, plugin::PluginRecord> prior;
-    if (cache && cache->opp_path == entries) prior = std::move(cache->records);
-    RefreshStats stats;
-    for (auto& r : Refresh(entries, prior, ropts, &stats, false)) installed[r.path] = std::move(r);
-  } else if (cache) {
-    installed = std::move(cache->records);
+  std::string registry_source = "none", registry_where;
+  if (!reg.no_daemon) {
+    Client c;
+    std::string why;
+    const std::string sock = reg.socket_path.empty() ? DefaultSocketPath() : reg.socket_path;
+    if (!SocketPathProblem(sock) && c.Connect(sock, 2000, &why)) {
+      if (auto line = c.RequestRaw(R"({"cmd":"list"})", &why, 60000)) {
+        json j = json::parse(*line, nullptr, false);
+        const bool usable = j.is_object() && j.value("ok", false) && j.contains("plugins") && j["plugins"].is_array() &&
+                            (entries.empty() || j.value("opp_path", json::array()) == PathsJson(entries));
+        if (usable) {
+          for (const auto& pj : j["plugins"]) {
+            std::string problem;
+            if (auto r = plugin::FromJson(pj, &problem)) installed[r->path] = std::move(*r);
+          }
+          registry_source = "daemon";
+          registry_where = sock;
+        }
+      }
+    }
+  }
+  if (registry_source == "none") {
+    const ListingCaches caches = ChooseListingCaches(reg.cache_option, entries);
+    std::string why;
+    std::optional<plugin::Cache> cache;
+    for (const auto& c : caches.candidates) {
+      cache = plugin::LoadCache(c, &why, /*light=*/true);
+      if (cache && (entries.empty() || cache->opp_path == entries)) {
+        registry_source = "cache";
+        registry_where = c;
+        break;
+      }
+      if (!cache && stdfs::exists(c)) err << "ge-plugin-ls: warning: " << Printable(why) << "; not using it\n";
+      cache.reset();
+    }
+    if (!entries.empty()) {
+      std::map<std::string, plugin::PluginRecord> prior;
+      if (cache) prior = std::move(cache->records);
+      RefreshStats stats;
+      for (auto& r : Refresh(entries, prior, ropts, &stats, false)) installed[r.path] = std::move(r);
+      if (registry_source == "none" || stats.scanned > 0) registry_source = "scan";
+      registry_where = registry_source == "scan" ? Utf8Text(PathsJson(entries).dump()) : registry_where;
+    } else if (cache) {
+      installed = std::move(cache->records);
+    }
   }
 
   json reports = json::array();
-  std::size_t total_problems = 0;
+  std::size_t total_problems = 0, plugins_with_problems = 0;
   std::ostringstream text;
   std::vector<std::string> scan_paths;
   for (const auto& c : found.plugins) {
@@ -325,9 +391,14 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
       }
     }
     if (r.ok() && r.ops.empty() && !(r.op_library && !r.prototypes.empty())) {
-      problems.emplace_back(r.path + " registers no op",
-                            r.op_library ? "register a prototype (REG_OP) or a custom op (REG_AUTO_MAPPING_OP) in the library"
-                                         : "decorate a prototype with @register_op and a class with @register_op_impl");
+      problems.emplace_back(
+          PathText(r.path) + " registers no op",
+          r.op_library ? "register a prototype (REG_OP) or a custom op (REG_AUTO_MAPPING_OP) in the library"
+          : package_with_modules && r.path == path
+              ? "it holds __init__.py, so it is checked as one package plugin: import its modules from __init__.py, "
+                "or, if it is an opp folder of several plugins, remove its __init__.py (share/docs/plugin-authors.md, "
+                "\"Opp folders\")"
+              : "decorate a prototype with @register_op and a class with @register_op_impl");
     }
     if (r.ok()) {
       // Conflicts with what is installed: other plugins of the registry.
@@ -336,7 +407,7 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
         for (const auto& op : other.ops) {
           for (const auto& mine : r.ops) {
             if (op.op_type == mine.op_type) {
-              problems.emplace_back("op_type '" + mine.op_type + "' is also defined by " + other_path,
+              problems.emplace_back("op_type '" + mine.op_type + "' is also defined by " + PathText(other_path),
                                     "rename the op_type (op libraries win over Python plugins; otherwise the first in path order wins)");
             }
           }
@@ -356,9 +427,9 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
                          {"notes", notes}, {"ok", problems.empty()}});
       continue;
     }
-    text << "checking " << Printable(PathText(r.path)) << ": "
-         << (problems.empty() ? std::string("ok") : std::to_string(problems.size()) + " problem(s)") << " (status "
-         << plugin::StatusName(r.status) << ")\n";
+    // No verdict here: the one verdict is the last line, over every plugin checked.
+    text << "checking " << Printable(PathText(r.path)) << " (status " << plugin::StatusName(r.status) << ")\n";
+    if (!problems.empty()) ++plugins_with_problems;
     for (const auto& op : r.ops) {
       text << "  op " << Printable(op.op_type);
       if (op.prototype.is_object() && op.prototype.contains("signature") && op.prototype["signature"].is_string()) {
@@ -386,7 +457,7 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
                                                     {"hint", "give a .py file, a package folder or an opp folder"}}})},
                          {"notes", json::array()}, {"ok", false}});
     } else {
-      text << "checking " << Printable(PathText(path)) << ": no plugin found\n"
+      text << "checking " << Printable(PathText(path)) << " (no plugin found)\n"
            << "problem: no plugin in " << Printable(PathText(path))
            << "\n  hint: give a .py file, a package folder or an opp folder\n";
     }
@@ -398,10 +469,21 @@ int Check(const std::string& given, const std::string& cache_path, const Refresh
     j["plugins"] = reports;
     j["ok"] = total_problems == 0;
     j["version"] = kVersion;
+    j["registry"] = {{"source", registry_source},
+                     {"where", registry_where.empty() ? json(nullptr) : json(Utf8Text(registry_where))},
+                     {"plugins", installed.size()}};
     out << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
   } else {
     out << text.str();
-    out << (total_problems == 0 ? "no problems found\n" : std::to_string(total_problems) + " problem(s) found\n");
+    out << "installed plugins checked against: " << RegistryText(registry_source, registry_where, installed.size())
+        << "\n";
+    const std::size_t checked = std::max<std::size_t>(records.size(), 1);
+    if (total_problems == 0) {
+      out << "no problems found (" << checked << " plugin(s) checked)\n";
+    } else {
+      out << total_problems << " problem(s) found in " << std::max<std::size_t>(plugins_with_problems, 1) << " of "
+          << checked << " plugin(s) checked\n";
+    }
   }
   (void)err;
   return total_problems == 0 ? 0 : 1;
@@ -427,7 +509,8 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       "status", po::value<std::string>(&status), "only plugins with this status (ok, error, conflict, crashed, hung, exited, insecure, missing)")(
       "check", po::value<std::string>(&check),
       "validate a plugin (a .py file or package folder), an op library (a .so file), or every plugin and op "
-      "library of an opp folder or opp root, against the opp path given (else the cache); exit 1 on problems")(
+      "library of an opp folder or opp root, against the installed registry (the daemon, else the cache, else the "
+      "opp path given); exit 1 on problems")(
       "rescan", po::bool_switch(&rescan), "rescan every plugin first")(
       "timeout", po::value<double>(&timeout_s), "seconds a plugin may take to load when scanning here (default 10)")(
       "allow-insecure", po::bool_switch(&allow_insecure), "scan plugins writable by others / owned by another user")(
@@ -474,13 +557,20 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
   ropts.scan.allow_insecure = allow_insecure;
   ropts.scan.log_level = log_level.empty() ? (std::getenv("GE_LOG_LEVEL") ? "" : "error") : log_level;
   ropts.scan.quiet_children = log_level.empty() && !std::getenv("GE_LOG_LEVEL");
-  const std::vector<std::string> entries = OppEntries(opp_path);
+  std::vector<std::string> entries;
+  try {
+    entries = OppEntries(opp_path);
+  } catch (const std::runtime_error& e) {
+    err << "ge-plugin-ls: " << e.what() << "\n";
+    return 2;
+  }
   if (!check.empty()) {
-    return Check(check, cache_path.empty() ? DefaultCachePath() : cache_path, ropts, entries, json_out, out, err);
+    return Check(check, CheckRegistry{no_daemon, socket_path, cache_path}, ropts, entries, json_out, out, err);
   }
 
   json plugins;
   std::string source;
+  json scan_state;  // the daemon's {"in_progress", "pending"} (share/docs/registry.md, "Scan progress")
   if (!no_daemon) {
     Client c;
     std::string why;
@@ -508,6 +598,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
         if (j.is_object() && j.value("ok", false) && same_path && same_rule) {
           plugins = std::move(j["plugins"]);
           source = "daemon";
+          if (j.contains("scan") && j["scan"].is_object()) scan_state = std::move(j["scan"]);
         } else if (!same_path || !same_rule) {
           spdlog::debug("the daemon serves another opp path or safety rule; not using it");
         }
@@ -519,40 +610,59 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       err << "ge-plugin-ls: no opp path: give --opp-path or set ASCEND_CUSTOM_OPP_PATH (or start ge-plugin-registryd)\n";
       return 2;
     }
-    const std::string cpath = cache_path.empty() ? DefaultCachePath() : cache_path;
+    // Which cache is read and which written: share/docs/registry.md, "Which
+    // cache". A listing never replaces a cache holding another opp path.
+    const ListingCaches caches = ChooseListingCaches(cache_path, entries);
     std::map<std::string, plugin::PluginRecord> records;
     std::string why;
-    bool light = false;
-    if (!rescan) {
-      // Fast path: a light read (no prototypes) is enough when nothing changed.
-      if (auto cache = plugin::LoadCache(cpath, &why, true)) {
-        if (cache->opp_path == entries) records = std::move(cache->records), light = true;
-      } else if (stdfs::exists(cpath)) {
-        Logger("ge-plugin-ls")->warn("{}; scanning", why);
-      }
-    }
-    std::vector<plugin::PluginRecord> ordered;
-    RefreshStats stats;
-    bool done = false;
     // Fastest path: the listing index is fresh, and --json without filters
     // needs no JSON parsing at all.
     if (!rescan && json_out && op.empty() && status.empty()) {
-      if (auto fresh = FreshListJson(cpath, entries, ropts.allow_insecure)) {
-        out << "{\"plugins\":" << *fresh << ",\"source\":\"cache\",\"version\":\"" << kVersion << "\"}\n";
-        return 0;
+      for (const auto& c : caches.candidates) {
+        if (auto fresh = FreshListJson(c, entries, ropts.allow_insecure)) {
+          out << "{\"plugins\":" << *fresh << ",\"source\":\"cache\",\"version\":\"" << kVersion << "\"}\n";
+          return 0;
+        }
       }
     }
-    if (light) {
+    // The first cache holding this opp path that is fresh for every plugin is
+    // used, else the first holding it (a light read: no prototypes, enough
+    // when nothing changed; the full records are read when something is to
+    // be scanned, so that the cache written keeps every plugin's detail).
+    std::string used;
+    std::vector<plugin::PluginRecord> ordered;
+    RefreshStats stats;
+    bool done = false;
+    for (const auto& c : caches.candidates) {
+      auto cache = plugin::LoadCache(c, &why, true);
+      if (!cache) {
+        if (stdfs::exists(c)) Logger("ge-plugin-ls")->warn("{}; not using it (scanning instead)", why);
+        continue;
+      }
+      if (cache->opp_path != entries) continue;
+      if (rescan) {
+        used = c;
+        break;
+      }
       RefreshOptions dry = ropts;
       dry.no_scan = true;
-      ordered = Refresh(entries, records, dry, &stats, false);
-      done = stats.scanned == 0 && stats.removed == 0;
-      if (!done) {
-        // Something to scan: use the full records so that the cache written
-        // back keeps every plugin's detail.
-        records.clear();
-        if (auto cache = plugin::LoadCache(cpath, &why)) records = std::move(cache->records);
+      RefreshStats dry_stats;
+      std::vector<plugin::PluginRecord> dry_ordered = Refresh(entries, cache->records, dry, &dry_stats, false);
+      if (dry_stats.scanned == 0 && dry_stats.removed == 0) {
+        used = c, done = true;
+        records = std::move(cache->records), ordered = std::move(dry_ordered), stats = dry_stats;
+        break;
       }
+      if (used.empty()) used = c;
+    }
+    if (!used.empty() && !done && !rescan) {
+      if (auto cache = plugin::LoadCache(used, &why)) records = std::move(cache->records);
+    }
+    // Where what is scanned goes: never a cache holding another opp path.
+    const std::string cpath = caches.WriteTo(used);
+    if (!done && (cpath == caches.own || cpath == UserCachePath())) {
+      // The user's XDG cache folder: created private (0700).
+      if (!EnsureFolder(UserCacheFolder(), 0700, &why)) err << "ge-plugin-ls: warning: " << Printable(why) << "\n";
     }
     bool progress_shown = false;
     if (err_is_tty) {
@@ -564,7 +674,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (!done) ordered = Refresh(entries, records, ropts, &stats, rescan);
     if (progress_shown) err << "\r\033[K" << std::flush;
     source = done || (stats.scanned == 0 && !records.empty()) ? "cache" : "scan";
-    if (!done && (stats.scanned > 0 || stats.removed > 0)) {
+    if (!done && (stats.scanned > 0 || stats.removed > 0 || cpath != used)) {
       std::string w;
       // The listing is still printed; the failure is said on stderr (a full
       // disk must not pass unnoticed), and the next run scans again.
@@ -573,12 +683,16 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     plugins = json::array();
     for (const auto& r : ordered) plugins.push_back(plugin::ToJson(r, /*with_detail=*/false));
     std::string w;
-    if (!SaveListIndex(cpath, entries, ordered, &w) && !w.empty()) Logger("ge-plugin-ls")->info("{}", w);
+    // The index goes beside the cache it describes (a fresh cache read: that one).
+    if (!SaveListIndex(done ? used : cpath, entries, ordered, &w) && !w.empty()) {
+      Logger("ge-plugin-ls")->info("{}", w);
+    }
   }
   const bool filtered = !op.empty() || !status.empty();
   if (filtered) plugins = Filter(plugins, op, status);
   if (json_out) {
     json j = {{"plugins", std::move(plugins)}, {"source", source}, {"version", kVersion}};
+    if (!scan_state.is_null()) j["scan"] = std::move(scan_state);
     out << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
     return filtered && j["plugins"].empty() ? 1 : 0;
   }
@@ -590,6 +704,22 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
   for (const auto& [k, v] : counts) s << ", " << v << " " << k;
   s << " (source: " << source << ")";
   out << s.str() << "\n";
+  if (scan_state.is_object() && scan_state.value("in_progress", false)) {
+    // The listing is of a registry being refreshed: say which plugins are
+    // still being scanned (they show their previous record, or are not listed yet).
+    const json pending = scan_state.value("pending", json::array());
+    out << "scan in progress: " << pending.size() << " plugin(s) still being scanned";
+    std::size_t shown = 0;
+    for (const auto& p : pending) {
+      if (!p.is_string()) continue;
+      if (shown == 5) {
+        out << ", ...";
+        break;
+      }
+      out << (shown++ ? ", " : ": ") << Printable(p.get<std::string>());
+    }
+    out << "\n";
+  }
   return filtered && plugins.empty() ? 1 : 0;
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "ge/plugin/discovery.h"
@@ -83,6 +84,37 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
     st.scanned = to_scan.size();
     to_scan.clear();
   }
+  // Progress for those who serve the registry while it is scanned
+  // (share/docs/registry.md, "Scan progress"): what is known so far.
+  std::map<std::string, PluginRecord> so_far;  // this refresh's new records
+  std::set<std::string> pending;
+  bool dirty = false;
+  auto last_emit = std::chrono::steady_clock::now();
+  auto emit = [&]() {
+    std::vector<PluginRecord> ordered;
+    std::vector<std::string> still;
+    for (const auto& c : found.plugins) {
+      if (pending.count(c.path)) still.push_back(c.path);
+      auto n = so_far.find(c.path);
+      auto o = records.find(c.path);
+      if (n != so_far.end()) {
+        ordered.push_back(n->second);
+      } else if (o != records.end()) {
+        ordered.push_back(o->second);
+      } else {
+        continue;
+      }
+      ordered.back().name = c.name;
+    }
+    for (const auto& p : found.problems) ordered.push_back(p);
+    opts.partial(ResolveConflicts(std::move(ordered)), still);
+    dirty = false;
+    last_emit = std::chrono::steady_clock::now();
+  };
+  if (!to_scan.empty() && opts.partial) {
+    pending.insert(to_scan.begin(), to_scan.end());
+    emit();
+  }
   if (!to_scan.empty()) {
     ScanOptions scan = opts.scan;
     scan.allow_insecure = opts.allow_insecure;  // the child's host decides with the same rule
@@ -102,6 +134,18 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
       for (const auto& c : found.plugins) {
         auto it = records.find(c.path);
         if (c.is_op_library && !scanning.count(c.path) && it != records.end()) other_libraries.push_back(it->second);
+      }
+      if (opts.partial) {
+        scan.on_record = [&](std::size_t i, const PluginRecord& r) {
+          PluginRecord& x = so_far[paths[i]] = r;
+          x.path = paths[i];
+          x.stamp = stamps[paths[i]];
+          pending.erase(paths[i]);
+          dirty = true;
+        };
+        scan.tick = [&]() {
+          if (dirty && std::chrono::steady_clock::now() - last_emit >= std::chrono::milliseconds(kScanTickMs)) emit();
+        };
       }
       std::vector<PluginRecord> scanned = ScanOppPath(paths, is_library, other_libraries, scan);
       std::vector<std::string> changed;

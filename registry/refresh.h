@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,10 +15,21 @@
 
 namespace ge::registry {
 
+// The registry while a refresh scans: `ordered` as Refresh would return it
+// with what is known so far (plugins scanned in this refresh have their new
+// record; those still `pending` keep their previous record, or are left out
+// when they have none), and the paths still being scanned, in path order.
+using PartialResults =
+    std::function<void(const std::vector<plugin::PluginRecord>& ordered, const std::vector<std::string>& pending)>;
+
 struct RefreshOptions {
   bool allow_insecure = false;
   bool no_scan = false;  // only find out what would be scanned (stats.scanned)
   ScanOptions scan;
+  // When set, called on the refreshing thread once the plugins to scan are
+  // known (before any is scanned), then as plugins finish: at most every
+  // kScanTickMs, and not for the final result (Refresh's return value).
+  PartialResults partial;
 };
 struct RefreshStats {
   std::size_t discovered = 0, scanned = 0, reused = 0, removed = 0;

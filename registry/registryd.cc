@@ -149,6 +149,7 @@ class State {
     std::map<std::string, int> counts;
     uint64_t generation = 0;
     double last_scan_ms = 0;
+    json scan = json::object();  // {"in_progress", "pending"}
   };
   std::shared_ptr<const Snapshot> Get() const {
     std::lock_guard<std::mutex> l(mu_);
@@ -206,6 +207,7 @@ class Daemon {
     }
     RunTask(Task{});  // the first scan, before clients are served
     if (!Bind(why)) return false;
+    serving_ = true;
     SetupInotify();
     worker_ = std::thread([this] { WorkerLoop(); });
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) { OnSignal(ec, sig); });
@@ -243,11 +245,10 @@ class Daemon {
 
  private:
   // ---- scanning -----------------------------------------------------------------------------
-  json RunTask(const Task& t) {
-    const auto t0 = std::chrono::steady_clock::now();
-    RefreshStats stats;
-    std::vector<plugin::PluginRecord> ordered = Refresh(entries_, records_, ropts_, &stats, t.force, t.paths);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Serves `ordered` to clients; `pending` (paths still being scanned, in
+  // path order) says a scan is in progress (share/docs/registry.md, "Scan progress").
+  std::shared_ptr<State::Snapshot> Publish(std::vector<plugin::PluginRecord> ordered,
+                                           const std::vector<std::string>& pending, double last_scan_ms) {
     auto snap = std::make_shared<State::Snapshot>();
     json plugins = json::array();
     for (auto& r : ordered) {
@@ -258,12 +259,30 @@ class Daemon {
       snap->by_path[p] = std::move(r);
     }
     snap->generation = ++generation_;
-    snap->last_scan_ms = ms;
+    snap->last_scan_ms = last_scan_ms;
+    snap->scan = {{"in_progress", !pending.empty()}, {"pending", PathsJson(pending)}};
     json list = {{"ok", true}, {"source", "daemon"}, {"generation", snap->generation}, {"opp_path", PathsJson(entries_)},
-                 {"allow_insecure", ropts_.allow_insecure},
+                 {"allow_insecure", ropts_.allow_insecure}, {"scan", snap->scan},
                  {"plugins", std::move(plugins)}};
     snap->list_line = list.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     state.Set(snap);
+    return snap;
+  }
+
+  json RunTask(const Task& t) {
+    const auto t0 = std::chrono::steady_clock::now();
+    RefreshStats stats;
+    RefreshOptions ropts = ropts_;
+    const double previous_ms = state.Get()->last_scan_ms;
+    // Before the socket is served (the first scan) no one could see progress.
+    if (serving_) {
+      ropts.partial = [&](const std::vector<plugin::PluginRecord>& so_far, const std::vector<std::string>& pending) {
+        Publish(so_far, pending, previous_ms);
+      };
+    }
+    std::vector<plugin::PluginRecord> ordered = Refresh(entries_, records_, ropts, &stats, t.force, t.paths);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    auto snap = Publish(std::move(ordered), {}, ms);
     if (stats.scanned > 0 || stats.removed > 0 || !cache_written_) {
       std::string why;
       if (SaveCache(cache_path_, entries_, records_, &why)) {
@@ -630,6 +649,7 @@ class Daemon {
                 {"counts", snap->counts},
                 {"generation", snap->generation},
                 {"last_scan_ms", snap->last_scan_ms},
+                {"scan", snap->scan},
                 {"opp_path", PathsJson(entries_)},
                 {"allow_insecure", ropts_.allow_insecure},
                 {"socket", socket_path_},
@@ -715,6 +735,7 @@ class Daemon {
   std::map<std::string, plugin::PluginRecord> records_;  // worker thread only (after Start)
   uint64_t generation_ = 0;
   bool cache_written_ = false;
+  bool serving_ = false;  // set before the worker thread starts; read by it
   std::map<int, std::string> watched_;  // io thread only
   std::array<char, 64 * 1024> ibuf_{};
   std::atomic<bool> stopping_{false};
@@ -792,7 +813,13 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
     }
     gid = static_cast<int>(g->gr_gid);
   }
-  const std::vector<std::string> entries = OppEntries(opp_path);
+  std::vector<std::string> entries;
+  try {
+    entries = OppEntries(opp_path);
+  } catch (const std::runtime_error& e) {
+    err << "ge-plugin-registryd: " << e.what() << "\n";
+    return 2;
+  }
   if (entries.empty()) {
     err << "ge-plugin-registryd: no opp path: give --opp-path or set ASCEND_CUSTOM_OPP_PATH\n" << kUsage << "\n";
     return 2;
@@ -809,11 +836,37 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
     err << "ge-plugin-registryd: " << activation_problem << "\n";
     return 1;
   }
-  if (socket_path.empty()) socket_path = DefaultSocketPath();
-  if (cache_path.empty()) cache_path = DefaultCachePath();
+  if (socket_path.empty()) socket_path = DaemonSocketPath();
+  if (cache_path.empty()) {
+    cache_path = DaemonCachePath();
+    // The user's own cache folder (XDG): created private (0700), as the
+    // specification asks; share/docs/registry.md, "Which cache".
+    if (cache_path == UserCachePath()) {
+      std::string why;
+      if (!EnsureFolder(UserCacheFolder(), 0700, &why)) {
+        // Not fatal: the daemon serves from memory and says why in `status`.
+        Logger("registryd")->warn("{}", why);
+      }
+    }
+  }
   if (auto problem = SocketPathProblem(socket_path); problem && inherited_fd < 0) {
     err << "ge-plugin-registryd: " << *problem << "\n";
     return 1;
+  }
+  if (socket_path == UserSocketPath()) {
+    // The per-user runtime folder: created 0700; one another user made (or
+    // opened to others) is refused, so no one else can put a socket where
+    // this user's clients look.
+    const std::string folder = stdfs::path(socket_path).parent_path().string();
+    std::string why;
+    if (!EnsureFolder(folder, 0700, &why)) {
+      err << "ge-plugin-registryd: " << why << "\n";
+      return 1;
+    }
+    if (auto problem = PrivateFolderProblem(folder)) {
+      err << "ge-plugin-registryd: cannot serve " << Printable(socket_path) << ": " << *problem << "\n";
+      return 1;
+    }
   }
   ::signal(SIGPIPE, SIG_IGN);
 

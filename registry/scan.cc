@@ -70,7 +70,9 @@ struct Child {
   std::set<std::size_t> pending;
   std::optional<std::size_t> current;
   Clock::time_point deadline;
-  bool started = false;  // at least one "begin" seen
+  Clock::time_point begun;   // when `current` began loading
+  bool started = false;      // at least one "begin" seen
+  bool handed_off = false;   // its queued plugins went to another child: it ends after `current`
 };
 
 bool Spawn(const std::vector<std::string>& paths, const std::vector<std::size_t>& which, const ScanOptions& opts,
@@ -156,6 +158,7 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
     done[i] = true;
     ++ndone;
     results[i] = std::move(r);
+    if (opts.on_record) opts.on_record(i, results[i]);
     if (opts.progress) opts.progress(ndone, paths.size());
   };
   // A verdict of the scan itself; `fill` adds its data (signal, code, limit).
@@ -195,14 +198,22 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
     }
   };
   start_next();
+  const double slow_s = opts.slow_after_s >= 0 ? opts.slow_after_s : std::min(1.0, opts.timeout_s / 4);
+  const auto slow = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(slow_s));
 
   while (!children.empty()) {
     std::vector<pollfd> fds;
     auto now = Clock::now();
     auto next = now + std::chrono::seconds(60);
+    if (opts.tick) next = now + std::chrono::milliseconds(kScanTickMs);
     for (auto& c : children) {
       fds.push_back({c.out, POLLIN, 0});
       next = std::min(next, c.deadline);
+      // A slow plugin with others queued behind it: wake when they are to be handed off.
+      if (c.current && !c.handed_off && c.pending.size() > 1 && batches.empty() &&
+          children.size() < static_cast<std::size_t>(std::max(1, opts.jobs))) {
+        next = std::min(next, c.begun + slow);
+      }
     }
     const int wait_ms = static_cast<int>(
         std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
@@ -234,6 +245,7 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
               c.current = it->second;
               c.started = true;
               c.deadline = now + limit;
+              c.begun = now;
             }
           } else if (c.current) {
             // Only the plugin being scanned can be answered for; a record
@@ -254,8 +266,11 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
         }
       }
       if (!eof && now >= c.deadline) hung = true;
-      if (!eof && !hung) continue;
-      if (hung) ::kill(c.pid, SIGKILL);
+      // Handed off and its last plugin answered: what it would load next is
+      // another child's now.
+      const bool finished = c.handed_off && !c.current && c.pending.empty();
+      if (!eof && !hung && !finished) continue;
+      if (hung || finished) ::kill(c.pid, SIGKILL);
       int status = 0;
       // After EOF the child is exiting; bound the wait all the same.
       for (int tries = 0;; ++tries) {
@@ -305,7 +320,21 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
       ended.push_back(k);
     }
     for (auto it = ended.rbegin(); it != ended.rend(); ++it) children.erase(children.begin() + static_cast<long>(*it));
-    if (!ended.empty()) start_next();
+    // A plugin slow to load does not hold up the ones queued behind it: they
+    // go to a new child while there is room for one (up to `jobs`).
+    for (auto& c : children) {
+      if (children.size() + batches.size() >= static_cast<std::size_t>(std::max(1, opts.jobs))) break;
+      if (!c.current || c.handed_off || c.pending.size() < 2 || now < c.begun + slow) continue;
+      std::vector<std::size_t> rest;
+      for (auto i : c.todo) {
+        if (c.pending.count(i) && i != *c.current) rest.push_back(i);
+      }
+      for (auto i : rest) c.pending.erase(i);
+      c.handed_off = true;
+      batches.push_front(rest);
+    }
+    start_next();
+    if (opts.tick) opts.tick();
   }
   for (std::size_t i = 0; i < paths.size(); ++i) {
     if (!done[i]) fail(i, PluginStatus::kError, "not scanned");
@@ -320,9 +349,13 @@ std::vector<PluginRecord> ScanOppPath(const std::vector<std::string>& paths, con
   std::vector<PluginRecord> out(paths.size());
   std::vector<std::size_t> libs, pys;
   for (std::size_t i = 0; i < paths.size(); ++i) (is_library[i] ? libs : pys).push_back(i);
-  auto scan = [&](const std::vector<std::size_t>& which, const ScanOptions& o) {
+  auto scan = [&](const std::vector<std::size_t>& which, const ScanOptions& given) {
     std::vector<std::string> p;
     for (auto i : which) p.push_back(paths[i]);
+    ScanOptions o = given;
+    if (opts.on_record) {
+      o.on_record = [&](std::size_t k, const PluginRecord& r) { opts.on_record(which[k], r); };
+    }
     std::vector<PluginRecord> r = ScanPlugins(p, o);
     for (std::size_t k = 0; k < which.size(); ++k) out[which[k]] = std::move(r[k]);
   };

@@ -40,7 +40,18 @@ struct ScanOptions {
   // --failed-library PATH ERROR (ge::host::HostOptions::failed_libraries).
   std::vector<std::pair<std::string, std::string>> failed_libraries;
   std::function<void(std::size_t done, std::size_t total)> progress;
+  // Called with each plugin's final record as soon as it is known (index
+  // into the scanned paths), on the scanning thread; results appear as each
+  // plugin finishes, not when the slowest one does.
+  std::function<void(std::size_t index, const plugin::PluginRecord& record)> on_record;
+  // Called at least every kScanTickMs while a scan runs, on the scanning thread.
+  std::function<void()> tick;
+  // A plugin loading longer than this (seconds; default: a quarter of
+  // timeout_s, at most 1 s) no longer holds up the plugins queued behind it
+  // in its scanner: they are handed to a new scanner child, up to `jobs`.
+  double slow_after_s = -1;
 };
+inline constexpr int kScanTickMs = 100;
 
 // Scans `paths` (plugin paths as discovery gives them) out of process;
 // returns one record per path, in the same order. A child that crashes, hangs

@@ -15,6 +15,18 @@ sys.path.insert(0, os.path.dirname(__file__))
 from registry_helpers import BIN, Client, make_plugin, wait_for  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def private_xdg(tmp_path, monkeypatch):
+    """Every tool run by a test keeps its per-user cache (the listing caches
+    of share/docs/registry.md, "Which cache") in the test's own folder, never
+    in the real ~/.cache, and never meets the machine's daemon or cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    # Nor the machine's daemon or cache (which --check consults): a test
+    # that wants one names it.
+    monkeypatch.setenv("GE_PLUGIN_REGISTRY_SOCKET", str(tmp_path / "no-daemon.sock"))
+    monkeypatch.setenv("GE_PLUGIN_REGISTRY_CACHE", str(tmp_path / "default-cache" / "registry.json"))
+
+
 @pytest.fixture
 def opp(tmp_path):
     d = tmp_path / "opp"
@@ -35,8 +47,9 @@ class Daemon:
         self.log = os.path.join(self.dir, "daemon.log")
 
     def start(self, timeout=20):
+        limit = [] if "--timeout" in self.extra else ["--timeout", "2"]
         cmd = [os.path.join(BIN, "ge-plugin-registryd"), "--foreground", "--opp-path", self.opp_path,
-               "--socket", self.socket, "--cache", self.cache, "--timeout", "2", "--log-level", "info"] + self.extra
+               "--socket", self.socket, "--cache", self.cache, "--log-level", "info"] + limit + self.extra
         self.logf = open(self.log, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=self.logf)
         assert wait_for(lambda: self._accepts() or self.proc.poll() is not None, timeout), \

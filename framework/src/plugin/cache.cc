@@ -81,12 +81,14 @@ bool PathExists(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0;
 }
+}  // namespace
+
 std::string UserCachePath() {
-  if (const char* e = std::getenv("XDG_CACHE_HOME"); e && *e) return std::string(e) + "/ge-plugin/registry.json";
+  // XDG: a relative $XDG_CACHE_HOME is invalid and ignored.
+  if (const char* e = std::getenv("XDG_CACHE_HOME"); e && *e == '/') return std::string(e) + "/ge-plugin/registry.json";
   if (const char* e = std::getenv("HOME"); e && *e) return std::string(e) + "/.cache/ge-plugin/registry.json";
   return "/tmp/ge-plugin-registry-" + std::to_string(::geteuid()) + "/registry.json";
 }
-}  // namespace
 
 std::string DefaultCachePath() {
   if (const char* e = std::getenv("GE_PLUGIN_REGISTRY_CACHE"); e && *e) return e;

@@ -17,6 +17,10 @@ namespace ge::registry {
 // system daemon's (/var/cache/ge-plugin-registry/registry.json) for root or
 // when only it exists, else the user's ($XDG_CACHE_HOME or ~/.cache/ge-plugin/).
 std::string DefaultCachePath();
+// The user's own cache (XDG Base Directory): $XDG_CACHE_HOME/ge-plugin/registry.json,
+// else ~/.cache/ge-plugin/registry.json, else (no HOME)
+// /tmp/ge-plugin-registry-UID/registry.json. Nothing is created here.
+std::string UserCachePath();
 
 // Returns a function giving the reason to skip a plugin that the cache at
 // `cache_path` (empty: DefaultCachePath()) marks crashed, hung or exited while
