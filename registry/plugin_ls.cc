@@ -15,6 +15,7 @@
 #include <boost/filesystem.hpp>
 
 #include "client.h"
+#include "listing_json.h"
 #include "ge/log.h"
 #include "ge/text.h"
 #include "cache_write.h"
@@ -446,6 +447,18 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
         }
       }
       if (auto line = c.RequestRaw(R"({"cmd":"list"})", &why, 60000)) {
+        // --json without filters: the reply is checked in one streaming pass
+        // and its plugins passed through as sent (share/docs/registry.md,
+        // "Protocol"); anything else parses it.
+        if (json_out && op.empty() && status.empty()) {
+          if (auto reply = ParseListReply(*line)) {
+            if (reply->ok && (entries.empty() || json(reply->opp_path) == PathsJson(entries)) &&
+                reply->allow_insecure == allow_insecure) {
+              out << "{\"plugins\":" << reply->plugins << ",\"source\":\"daemon\"}\n";
+              return 0;
+            }
+          }
+        }
         json j = json::parse(*line, nullptr, false);
         // The daemon's listing is used only when it answers the same question:
         // the same opp path (given or from ASCEND_CUSTOM_OPP_PATH) and the
@@ -471,6 +484,14 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     std::map<std::string, plugin::PluginRecord> records;
     std::string why;
     bool light = false;
+    // Fastest path, before the cache is read at all: the listing index is
+    // fresh, and --json without filters passes its checked summaries through.
+    if (!rescan && json_out && op.empty() && status.empty()) {
+      if (auto fresh = FreshListJson(cpath, entries, ropts.allow_insecure)) {
+        out << "{\"plugins\":" << *fresh << ",\"source\":\"cache\"}\n";
+        return 0;
+      }
+    }
     if (!rescan) {
       // Fast path: a light read (no prototypes) is enough when nothing changed.
       if (auto cache = plugin::LoadCache(cpath, &why, true)) {
@@ -482,14 +503,6 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     std::vector<plugin::PluginRecord> ordered;
     RefreshStats stats;
     bool done = false;
-    // Fastest path: the listing index is fresh, and --json without filters
-    // needs no JSON parsing at all.
-    if (!rescan && json_out && op.empty() && status.empty()) {
-      if (auto fresh = FreshListJson(cpath, entries, ropts.allow_insecure)) {
-        out << "{\"plugins\":" << *fresh << ",\"source\":\"cache\"}\n";
-        return 0;
-      }
-    }
     if (light) {
       RefreshOptions dry = ropts;
       dry.no_scan = true;

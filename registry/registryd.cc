@@ -201,10 +201,14 @@ class Daemon {
     }
     snap->generation = ++generation_;
     snap->last_scan_ms = ms;
-    json list = {{"ok", true}, {"source", "daemon"}, {"generation", snap->generation}, {"opp_path", PathsJson(entries_)},
-                 {"allow_insecure", ropts_.allow_insecure},
-                 {"plugins", std::move(plugins)}};
-    snap->list_line = list.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    json head = {{"ok", true}, {"source", "daemon"}, {"generation", snap->generation}, {"opp_path", PathsJson(entries_)},
+                 {"allow_insecure", ropts_.allow_insecure}};
+    // `plugins` goes last, so that ge-plugin-ls can pass it through as sent
+    // (listing_json.h: ParseListReply).
+    std::string line = head.dump(-1, ' ', false, json::error_handler_t::replace);
+    line.pop_back();  // the closing brace
+    line += ",\"plugins\":" + plugins.dump(-1, ' ', false, json::error_handler_t::replace) + "}\n";
+    snap->list_line = std::move(line);
     state.Set(snap);
     if (stats.scanned > 0 || stats.removed > 0 || !cache_written_) {
       std::string why;
