@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <ctime>
 #include <boost/asio.hpp>
 #include <boost/program_options.hpp>
 #include <condition_variable>
@@ -25,6 +26,7 @@
 
 #include "ge/log.h"
 #include "cache_write.h"
+#include "metrics.h"
 #include "ge/plugin/cache.h"
 #include "paths.h"
 #include "refresh.h"
@@ -54,7 +56,7 @@ const char* FileTypeName(std::filesystem::file_type t) {
 constexpr const char* kUsage =
     "usage: ge-plugin-registryd [--opp-path P] [--socket PATH] [--cache PATH] [--foreground] [--log-level L]\n"
     "                           [--timeout S] [--jobs N] [--socket-group G] [--allow-insecure]\n"
-    "                           [--max-connections N] [--idle-timeout S]";
+    "                           [--max-connections N] [--idle-timeout S] [--metrics-textfile PATH]";
 
 // Logs a warning at most once per interval for each key, counting the ones
 // suppressed in between: a client that makes accept fail cannot flood the log.
@@ -96,6 +98,7 @@ class State {
     std::map<std::string, int> counts;
     uint64_t generation = 0;
     double last_scan_ms = 0;
+    std::size_t last_scanned = 0;  // plugins the last refresh scanned
   };
   std::shared_ptr<const Snapshot> Get() const {
     std::lock_guard<std::mutex> l(mu_);
@@ -141,6 +144,10 @@ class Daemon {
         signals_(io, SIGTERM, SIGINT, SIGHUP),
         log_(Logger("registryd")),
         start_(std::chrono::steady_clock::now()) {}
+
+  // --metrics-textfile: the Prometheus text (metrics.h) written there after
+  // every refresh. Call before Start.
+  void SetMetricsTextfile(std::string path) { metrics_textfile_ = std::move(path); }
 
   // Loads the cache, scans, binds. Returns false (with `why`) on fatal errors.
   bool Start(std::string* why) {
@@ -201,6 +208,7 @@ class Daemon {
     }
     snap->generation = ++generation_;
     snap->last_scan_ms = ms;
+    snap->last_scanned = stats.scanned;
     json head = {{"ok", true}, {"source", "daemon"}, {"generation", snap->generation}, {"opp_path", PathsJson(entries_)},
                  {"allow_insecure", ropts_.allow_insecure}};
     // `plugins` goes last, so that ge-plugin-ls can pass it through as sent
@@ -225,10 +233,28 @@ class Daemon {
         SetCacheError(why);
       }
     }
+    WriteMetrics(plugins, *snap);
     log_->info("refresh: {} plugin(s), {} scanned, {} reused, {} removed in {:.1f} ms", stats.discovered, stats.scanned,
                stats.reused, stats.removed, ms);
     return {{"ok", true}, {"plugins", stats.discovered}, {"scanned", stats.scanned}, {"reused", stats.reused},
             {"removed", stats.removed}, {"generation", snap->generation}, {"ms", ms}};
+  }
+
+  // The textfile for node-exporter, after each refresh: written atomically
+  // (a temporary file in its folder, renamed over it), so the collector never
+  // reads a part. A failed write is logged and tried again at the next refresh.
+  void WriteMetrics(const json& plugins, const State::Snapshot& snap) {
+    if (metrics_textfile_.empty()) return;
+    MetricsInfo info;
+    info.source = "daemon";
+    info.last_refresh_s = snap.last_scan_ms / 1000;
+    info.last_refresh_scanned = snap.last_scanned;
+    info.cache_written_unix = FileMtimeUnix(cache_path_);
+    info.now_unix = static_cast<int64_t>(::time(nullptr));
+    std::string why;
+    if (!WriteFileDurably(metrics_textfile_, PrometheusText(plugins, info), &why)) {
+      log_->warn("metrics textfile: {}", why);
+    }
   }
 
   void Enqueue(Task t) {
@@ -566,6 +592,7 @@ class Daemon {
                 {"counts", snap->counts},
                 {"generation", snap->generation},
                 {"last_scan_ms", snap->last_scan_ms},
+                {"last_scanned", snap->last_scanned},
                 {"opp_path", PathsJson(entries_)},
                 {"allow_insecure", ropts_.allow_insecure},
                 {"socket", socket_path_},
@@ -640,6 +667,7 @@ class Daemon {
   std::string cache_error_;                 // the last failed cache write ("" when the last one worked)
   std::vector<std::string> entries_;
   std::string socket_path_, cache_path_;
+  std::string metrics_textfile_;            // --metrics-textfile ("" when not asked)
   RefreshOptions ropts_;
   int socket_gid_;
   stream_protocol::acceptor acceptor_;
@@ -665,7 +693,7 @@ class Daemon {
 namespace {
 
 int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  std::string opp_path, socket_path, cache_path, log_level, socket_group;
+  std::string opp_path, socket_path, cache_path, log_level, socket_group, metrics_textfile;
   bool foreground = false, allow_insecure = false, vm_socket_given = false;
   ServeLimits limits;
   double timeout_s = kDefaultScanTimeoutS;
@@ -686,7 +714,10 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
       "max-connections", po::value<std::size_t>(&limits.max_connections),
       "client connections served at once; more are refused with an error (default 256)")(
       "idle-timeout", po::value<double>(&limits.idle_timeout_s),
-      "seconds a connection may stay silent before it is closed (default 60)");
+      "seconds a connection may stay silent before it is closed (default 60)")(
+      "metrics-textfile", po::value<std::string>(&metrics_textfile),
+      "write the registry's Prometheus metrics to this file after every refresh (node-exporter textfile "
+      "collector; name it *.prom)");
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(argc, argv)
@@ -776,6 +807,7 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
     ropts.scan.jobs = jobs;
     ropts.scan.log_level = log_level;
     Daemon d(io, entries, socket_path, cache_path, ropts, gid, limits);
+    if (!metrics_textfile.empty()) d.SetMetricsTextfile(metrics_textfile);
     std::string why;
     if (!d.Start(&why)) {
       err << "ge-plugin-registryd: " << why << "\n";
