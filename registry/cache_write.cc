@@ -206,7 +206,8 @@ std::optional<std::string> FreshListJson(const std::string& cache_path, const st
       return std::nullopt;
     }
     if (!c.insecure.empty()) return std::nullopt;
-    if (!plugin::ComputeStamp(c, false).SameMeta(old)) return std::nullopt;
+    // The stamp from discovery's own lstat where it suffices (one stat per plugin, not two).
+    if (!plugin::DiscoveredStamp(c).SameMeta(old)) return std::nullopt;
     // The summary must be what ToJson(r, false) writes for this plugin: an
     // object whose fields have their types and whose path is the line's (an
     // "insecure" verdict is stale once the plugin is safe, or insecure plugins
