@@ -17,7 +17,7 @@ PYTHON := /usr/bin/python3
 DEB_PACKAGES := cmake make g++ ccache python3 python3-dev python3-numpy python3-pytest \
   libboost-python-dev libboost-filesystem-dev libboost-program-options-dev libboost-test-dev \
   libspdlog-dev nlohmann-json3-dev libbenchmark-dev pkgconf binutils mypy \
-  libsystemd-dev systemd procps help2man dpkg-dev lintian python3-venv
+  libsystemd-dev systemd procps help2man dpkg-dev lintian python3-venv python3-jsonschema
 
 PREFIX ?= /usr/local
 # ccache: paths relative to the checkout, so that another clone of the project

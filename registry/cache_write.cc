@@ -19,6 +19,7 @@
 #include "ge/plugin/cache.h"
 #include "ge/plugin/discovery.h"
 #include "ge/text.h"
+#include "listing_json.h"
 #include "paths.h"
 
 namespace ge::registry {
@@ -85,16 +86,22 @@ namespace {
 constexpr char kListHeader[] = "ge-plugin-list 4";
 constexpr int kStampFields = 5;  // mtime_ns, ctime_ns, size, files, inodes
 
-std::string LinesChecksum(const std::vector<std::string>& lines) {
-  uint64_t h = 1469598103934665603ULL;
-  for (const auto& l : lines) {
-    for (unsigned char c : l) h = (h ^ c) * 1099511628211ULL;
-    h = (h ^ '\n') * 1099511628211ULL;
+// FNV-1a 64 over lines, each followed by '\n': the index's checksum line.
+class Fnv1a {
+ public:
+  void Add(std::string_view line) {
+    for (unsigned char c : line) h_ = (h_ ^ c) * 1099511628211ULL;
+    h_ = (h_ ^ '\n') * 1099511628211ULL;
   }
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
+  std::string Hex() const {
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h_));
+    return buf;
+  }
+
+ private:
+  uint64_t h_ = 1469598103934665603ULL;
+};
 
 std::string ListIndexPath(const std::string& cache_path) { return cache_path + ".list"; }
 
@@ -112,7 +119,7 @@ std::string OppLine(const std::vector<std::string>& entries) {
 }
 
 template <typename T>
-bool ParseNumber(const std::string& line, std::size_t from, std::size_t to, T& out) {
+bool ParseNumber(std::string_view line, std::size_t from, std::size_t to, T& out) {
   const auto [end, ec] = std::from_chars(line.data() + from, line.data() + to, out);
   return ec == std::errc() && end == line.data() + to;
 }
@@ -124,17 +131,19 @@ bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>
   if (identity.empty()) return false;  // no cache, no index
   std::ostringstream out;
   out << kListHeader << "\n" << identity << "\n" << OppLine(entries) << "\n";
-  std::vector<std::string> plines;
+  Fnv1a sum;
   for (const auto& r : ordered) {
     const std::string path = PathText(r.path);
     if (path.empty() || path.find_first_of("\t\n") != std::string::npos) return false;  // not representable: no index
     const plugin::Stamp st = r.stamp.value_or(plugin::Stamp{});
-    plines.push_back("P\t" + path + "\t" + std::to_string(st.mtime_ns) + "\t" + std::to_string(st.ctime_ns) + "\t" +
-                     std::to_string(st.size) + "\t" + std::to_string(st.files) + "\t" + std::to_string(st.inodes) +
-                     "\t" + plugin::ToJson(r, false).dump(-1, ' ', false, json::error_handler_t::replace));
-    out << plines.back() << "\n";
+    const std::string pline = "P\t" + path + "\t" + std::to_string(st.mtime_ns) + "\t" + std::to_string(st.ctime_ns) +
+                              "\t" + std::to_string(st.size) + "\t" + std::to_string(st.files) + "\t" +
+                              std::to_string(st.inodes) + "\t" +
+                              plugin::ToJson(r, false).dump(-1, ' ', false, json::error_handler_t::replace);
+    sum.Add(pline);
+    out << pline << "\n";
   }
-  out << "S\t" << LinesChecksum(plines) << "\n";
+  out << "S\t" << sum.Hex() << "\n";
   return WriteFileDurably(ListIndexPath(cache_path), out.str(), why);
 }
 
@@ -142,64 +151,76 @@ std::optional<std::string> FreshListJson(const std::string& cache_path, const st
                                          bool allow_insecure) {
   // The index is a file like the cache: bounded, regular, and each line checked
   // before its summary is passed through (an edited line makes it stale).
-  std::optional<std::string> content =
+  // Lines are views into the one buffer read; nothing is copied but the output.
+  const std::optional<std::string> content =
       ReadBoundedFile(ListIndexPath(cache_path), plugin::kMaxCacheBytes, "registry file", nullptr);
   if (!content) return std::nullopt;
-  std::istringstream f(std::move(*content));
-  std::string line;
-  if (!std::getline(f, line) || line != kListHeader) return std::nullopt;
-  if (!std::getline(f, line) || line != CacheIdentity(cache_path) || line.empty()) return std::nullopt;
-  if (!std::getline(f, line) || line != OppLine(entries)) return std::nullopt;
+  const std::string_view text(*content);
+  std::size_t next = 0;
+  auto getline = [&](std::string_view& line) {
+    if (next >= text.size()) return false;
+    const std::size_t nl = text.find('\n', next);
+    if (nl == std::string_view::npos) return false;  // every line ends with a newline, the last one too
+    line = text.substr(next, nl - next);
+    next = nl + 1;
+    return true;
+  };
+  std::string_view line;
+  if (!getline(line) || line != kListHeader) return std::nullopt;
+  const std::string identity = CacheIdentity(cache_path);
+  if (!getline(line) || identity.empty() || line != identity) return std::nullopt;
+  if (!getline(line) || line != OppLine(entries)) return std::nullopt;
   plugin::DiscoverOptions dopts;
   dopts.uid = ::geteuid();
   dopts.check_safety = !allow_insecure;
   const plugin::Discovery found = plugin::Discover(entries, dopts);
   if (!found.problems.empty()) return std::nullopt;
   std::string array = "[";
+  array.reserve(text.size());
   std::size_t i = 0;
-  std::vector<std::string> plines;
+  Fnv1a sum;
   bool sum_ok = false;
-  while (std::getline(f, line)) {
-    if (line.compare(0, 2, "S\t") == 0) {
-      sum_ok = !f.eof() && f.peek() == EOF && line.substr(2) == LinesChecksum(plines);
+  while (getline(line)) {
+    if (line.substr(0, 2) == "S\t") {
+      sum_ok = next == text.size() && line.substr(2) == sum.Hex();
       break;
     }
-    plines.push_back(line);
+    sum.Add(line);
     // P \t path \t mtime_ns \t ctime_ns \t size \t files \t inodes \t summary
     constexpr int kTabs = 2 + kStampFields;
     std::size_t pos[kTabs];
     std::size_t from = 0;
     for (int k = 0; k < kTabs; ++k) {
       pos[k] = line.find('\t', from);
-      if (pos[k] == std::string::npos) return std::nullopt;
+      if (pos[k] == std::string_view::npos) return std::nullopt;
       from = pos[k] + 1;
     }
-    if (line.compare(0, pos[0], "P") != 0 || i >= found.plugins.size()) return std::nullopt;
+    if (line.substr(0, pos[0]) != "P" || i >= found.plugins.size()) return std::nullopt;
     const plugin::Candidate& c = found.plugins[i++];
-    if (line.compare(pos[0] + 1, pos[1] - pos[0] - 1, PathText(c.path)) != 0) return std::nullopt;
+    const std::string path_text = PathText(c.path);
+    if (line.substr(pos[0] + 1, pos[1] - pos[0] - 1) != path_text) return std::nullopt;
     plugin::Stamp old;
     if (!ParseNumber(line, pos[1] + 1, pos[2], old.mtime_ns) || !ParseNumber(line, pos[2] + 1, pos[3], old.ctime_ns) ||
         !ParseNumber(line, pos[3] + 1, pos[4], old.size) || !ParseNumber(line, pos[4] + 1, pos[5], old.files) ||
         !ParseNumber(line, pos[5] + 1, pos[6], old.inodes)) {
       return std::nullopt;
     }
-    if (!plugin::ComputeStamp(c, false).SameMeta(old)) return std::nullopt;
     if (!c.insecure.empty()) return std::nullopt;
+    // The stamp from discovery's own lstat where it suffices (one stat per plugin, not two).
+    if (!plugin::DiscoveredStamp(c).SameMeta(old)) return std::nullopt;
     // The summary must be what ToJson(r, false) writes for this plugin: an
-    // object whose fields have their types and whose path is the line's.
-    const std::size_t at = pos[kTabs - 1] + 1;
-    const json summary = json::parse(line.begin() + static_cast<long>(at), line.end(), nullptr, false);
-    std::string problem;
-    const std::optional<PluginRecord> r = summary.is_discarded() ? std::nullopt : plugin::FromJson(summary, &problem);
-    if (!r || r->path != c.path || summary.size() != 9) return std::nullopt;  // the summary fields of ToJson(r, false)
-    // An "insecure" verdict is stale once the plugin is safe, or insecure
-    // plugins are allowed (the listing must scan it).
-    if (r->status == plugin::PluginStatus::kInsecure) return std::nullopt;
-    if (array.size() > 1) array += ",";
-    array.append(line, at, std::string::npos);  // checked above: valid JSON, as written
+    // object whose fields have their types and whose path is the line's (an
+    // "insecure" verdict is stale once the plugin is safe, or insecure plugins
+    // are allowed: the listing must scan it). Checked in one streaming pass
+    // (no JSON tree), then passed through as written.
+    const std::string_view summary = line.substr(pos[kTabs - 1] + 1);
+    if (!IsListedSummary(summary, path_text)) return std::nullopt;
+    if (array.size() > 1) array += ',';
+    array += summary;
   }
   if (i != found.plugins.size() || !sum_ok) return std::nullopt;
-  return array + "]";
+  array += ']';
+  return array;
 }
 
 }  // namespace ge::registry

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <cstring>
 #include <iomanip>
@@ -16,6 +18,8 @@
 
 #include "client.h"
 #include "ge/log_spdlog.h"
+#include "listing_json.h"
+#include "metrics.h"
 #include "ge/text.h"
 #include "cache_write.h"
 #include "ge/plugin/cache.h"
@@ -32,7 +36,7 @@ namespace ge::registry {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: ge-plugin-ls [--opp-path P] [--json] [--no-daemon] [--socket PATH] [--cache PATH] [--op OP_TYPE]\n"
+    "usage: ge-plugin-ls [--opp-path P] [--json | --format F] [--no-daemon] [--socket PATH] [--cache PATH] [--op OP_TYPE]\n"
     "                    [--status S] [--check PATH] [--rescan] [--timeout S] [--allow-insecure] [--log-level L]";
 
 // --help: usage, what the tool does, then (after the options) exit status,
@@ -495,13 +499,15 @@ namespace {
 
 int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool out_is_tty,
                 bool err_is_tty) {
-  std::string opp_path, socket_path, cache_path, op, status, check, log_level;
+  std::string opp_path, socket_path, cache_path, op, status, check, log_level, format;
   bool json_out = false, no_daemon = false, rescan = false, allow_insecure = false;
   double timeout_s = kDefaultScanTimeoutS;
   po::options_description desc("Options", 110);  // as wide as the --help text around it
   desc.add_options()("help,h", "show this help and exit")("version", "print the version and exit")(
       "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
-      "json", po::bool_switch(&json_out), "print JSON")("no-daemon", po::bool_switch(&no_daemon),
+      "json", po::bool_switch(&json_out), "print JSON (--format json)")(
+      "format", po::value<std::string>(&format),
+      "table (default), json, or prometheus: the Prometheus text format (share/docs/registry.md, \"Fleet metrics\")")("no-daemon", po::bool_switch(&no_daemon),
                                                         "do not ask the registry daemon (read the cache or scan)")(
       "socket", po::value<std::string>(&socket_path), "the daemon's socket (default as ge-plugin-registryd)")(
       "cache", po::value<std::string>(&cache_path), "the cache file (default as ge-plugin-registryd)")(
@@ -539,6 +545,15 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       err << "ge-plugin-ls: --timeout must be in (0, 86400] seconds\n";
       return 2;
     }
+    if (!format.empty() && format != "table" && format != "json" && format != "prometheus") {
+      err << "ge-plugin-ls: unknown --format '" << format << "' (table, json, prometheus)\n";
+      return 2;
+    }
+    if (json_out && !format.empty() && format != "json") {
+      err << "ge-plugin-ls: --json and --format " << format << " contradict each other\n";
+      return 2;
+    }
+    if (format == "json") json_out = true;
     if (!ApplyLogLevelOption(log_level, "ge-plugin-ls", err)) return 2;
   } catch (const po::error& e) {
     err << "ge-plugin-ls: " << e.what() << "\n" << kUsage << "\n";
@@ -568,9 +583,15 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     return Check(check, CheckRegistry{no_daemon, socket_path, cache_path}, ropts, entries, json_out, out, err);
   }
 
+  const bool prometheus = format == "prometheus";
+  if (prometheus && !check.empty()) {
+    err << "ge-plugin-ls: --format prometheus lists the registry; it does not apply to --check\n";
+    return 2;
+  }
   json plugins;
   std::string source;
   json scan_state;  // the daemon's {"in_progress", "pending"} (share/docs/registry.md, "Scan progress")
+  MetricsInfo metrics;  // --format prometheus: what the listing's source knows besides the plugins
   if (!no_daemon) {
     Client c;
     std::string why;
@@ -588,6 +609,26 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
         }
       }
       if (auto line = c.RequestRaw(R"({"cmd":"list"})", &why, 60000)) {
+        // --json without filters: the reply is checked in one streaming pass
+        // and its plugins passed through as sent (share/docs/registry.md,
+        // "Protocol"); anything else parses it.
+        if (json_out && op.empty() && status.empty()) {
+          if (auto reply = ParseListReply(*line)) {
+            if (reply->ok && (entries.empty() || json(reply->opp_path) == PathsJson(entries)) &&
+                reply->allow_insecure == allow_insecure) {
+              // The other keys are few and small: the scan state is read from them.
+              std::string head(reply->head);
+              if (!head.empty() && head.back() == ',') head.back() = '}';
+              const json h = json::parse(head, nullptr, false);
+              out << "{\"plugins\":" << reply->plugins << ",\"source\":\"daemon\",\"version\":\"" << kVersion << "\"";
+              if (h.is_object() && h.contains("scan") && h["scan"].is_object()) {
+                out << ",\"scan\":" << h["scan"].dump(-1, ' ', false, json::error_handler_t::replace);
+              }
+              out << "}\n";
+              return 0;
+            }
+          }
+        }
         json j = json::parse(*line, nullptr, false);
         // The daemon's listing is used only when it answers the same question:
         // the same opp path (given or from ASCEND_CUSTOM_OPP_PATH) and the
@@ -599,6 +640,14 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
           plugins = std::move(j["plugins"]);
           source = "daemon";
           if (j.contains("scan") && j["scan"].is_object()) scan_state = std::move(j["scan"]);
+          if (prometheus) {
+            // The daemon's last refresh and its cache, from `status`.
+            if (auto st = c.Request({{"cmd", "status"}}, &why, 10000); st && st->value("ok", false)) {
+              if ((*st)["last_scan_ms"].is_number()) metrics.last_refresh_s = (*st)["last_scan_ms"].get<double>() / 1000;
+              if ((*st)["last_scanned"].is_number_unsigned()) metrics.last_refresh_scanned = (*st)["last_scanned"].get<uint64_t>();
+              if ((*st)["cache"].is_string()) metrics.cache_written_unix = FileMtimeUnix((*st)["cache"].get<std::string>());
+            }
+          }
         } else if (!same_path || !same_rule) {
           spdlog::debug("the daemon serves another opp path or safety rule; not using it");
         }
@@ -671,7 +720,12 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
         progress_shown = true;
       };
     }
+    const auto refresh_start = std::chrono::steady_clock::now();
     if (!done) ordered = Refresh(entries, records, ropts, &stats, rescan);
+    if (!done) {
+      metrics.last_refresh_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - refresh_start).count();
+      metrics.last_refresh_scanned = stats.scanned;
+    }
     if (progress_shown) err << "\r\033[K" << std::flush;
     source = done || (stats.scanned == 0 && !records.empty()) ? "cache" : "scan";
     if (!done && (stats.scanned > 0 || stats.removed > 0 || cpath != used)) {
@@ -687,9 +741,16 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (!SaveListIndex(done ? used : cpath, entries, ordered, &w) && !w.empty()) {
       Logger("ge-plugin-ls")->info("{}", w);
     }
+    metrics.cache_written_unix = FileMtimeUnix(done ? used : cpath);
   }
   const bool filtered = !op.empty() || !status.empty();
   if (filtered) plugins = Filter(plugins, op, status);
+  if (prometheus) {
+    metrics.source = source;
+    metrics.now_unix = static_cast<int64_t>(::time(nullptr));
+    out << PrometheusText(plugins, metrics);
+    return filtered && plugins.empty() ? 1 : 0;
+  }
   if (json_out) {
     json j = {{"plugins", std::move(plugins)}, {"source", source}, {"version", kVersion}};
     if (!scan_state.is_null()) j["scan"] = std::move(scan_state);

@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <ctime>
 #include <boost/asio.hpp>
 #include <boost/program_options.hpp>
 #include <condition_variable>
@@ -25,6 +26,7 @@
 
 #include "ge/log_spdlog.h"
 #include "cache_write.h"
+#include "metrics.h"
 #include "ge/plugin/cache.h"
 #include "paths.h"
 #include "refresh.h"
@@ -56,7 +58,7 @@ const char* FileTypeName(std::filesystem::file_type t) {
 constexpr const char* kUsage =
     "usage: ge-plugin-registryd [--opp-path P] [--socket PATH] [--cache PATH] [--foreground] [--log-level L]\n"
     "                           [--timeout S] [--jobs N] [--socket-group G] [--allow-insecure]\n"
-    "                           [--max-connections N] [--idle-timeout S]";
+    "                           [--max-connections N] [--idle-timeout S] [--metrics-textfile PATH]";
 
 // --help: usage, what the daemon does, then (after the options) exit status,
 // environment and files; help2man makes ge-plugin-registryd(8) of it
@@ -150,6 +152,7 @@ class State {
     uint64_t generation = 0;
     double last_scan_ms = 0;
     json scan = json::object();  // {"in_progress", "pending"}
+    std::size_t last_scanned = 0;  // plugins the last refresh scanned
   };
   std::shared_ptr<const Snapshot> Get() const {
     std::lock_guard<std::mutex> l(mu_);
@@ -195,6 +198,10 @@ class Daemon {
         signals_(io, SIGTERM, SIGINT, SIGHUP),
         log_(Logger("registryd")),
         start_(std::chrono::steady_clock::now()) {}
+
+  // --metrics-textfile: the Prometheus text (metrics.h) written there after
+  // every refresh. Call before Start.
+  void SetMetricsTextfile(std::string path) { metrics_textfile_ = std::move(path); }
 
   // Loads the cache, scans, binds. Returns false (with `why`) on fatal errors.
   bool Start(std::string* why) {
@@ -248,7 +255,8 @@ class Daemon {
   // Serves `ordered` to clients; `pending` (paths still being scanned, in
   // path order) says a scan is in progress (share/docs/registry.md, "Scan progress").
   std::shared_ptr<State::Snapshot> Publish(std::vector<plugin::PluginRecord> ordered,
-                                           const std::vector<std::string>& pending, double last_scan_ms) {
+                                           const std::vector<std::string>& pending, double last_scan_ms,
+                                           std::size_t last_scanned) {
     auto snap = std::make_shared<State::Snapshot>();
     json plugins = json::array();
     for (auto& r : ordered) {
@@ -260,11 +268,16 @@ class Daemon {
     }
     snap->generation = ++generation_;
     snap->last_scan_ms = last_scan_ms;
+    snap->last_scanned = last_scanned;
     snap->scan = {{"in_progress", !pending.empty()}, {"pending", PathsJson(pending)}};
-    json list = {{"ok", true}, {"source", "daemon"}, {"generation", snap->generation}, {"opp_path", PathsJson(entries_)},
-                 {"allow_insecure", ropts_.allow_insecure}, {"scan", snap->scan},
-                 {"plugins", std::move(plugins)}};
-    snap->list_line = list.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    json head = {{"ok", true}, {"source", "daemon"}, {"generation", snap->generation}, {"opp_path", PathsJson(entries_)},
+                 {"allow_insecure", ropts_.allow_insecure}, {"scan", snap->scan}};
+    // `plugins` goes last, so that ge-plugin-ls can pass it through as sent
+    // (listing_json.h: ParseListReply).
+    std::string line = head.dump(-1, ' ', false, json::error_handler_t::replace);
+    line.pop_back();  // the closing brace
+    line += ",\"plugins\":" + plugins.dump(-1, ' ', false, json::error_handler_t::replace) + "}\n";
+    snap->list_line = std::move(line);
     state.Set(snap);
     return snap;
   }
@@ -277,12 +290,12 @@ class Daemon {
     // Before the socket is served (the first scan) no one could see progress.
     if (serving_) {
       ropts.partial = [&](const std::vector<plugin::PluginRecord>& so_far, const std::vector<std::string>& pending) {
-        Publish(so_far, pending, previous_ms);
+        Publish(so_far, pending, previous_ms, state.Get()->last_scanned);
       };
     }
     std::vector<plugin::PluginRecord> ordered = Refresh(entries_, records_, ropts, &stats, t.force, t.paths);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    auto snap = Publish(std::move(ordered), {}, ms);
+    auto snap = Publish(std::move(ordered), {}, ms, stats.scanned);
     if (stats.scanned > 0 || stats.removed > 0 || !cache_written_) {
       std::string why;
       if (SaveCache(cache_path_, entries_, records_, &why)) {
@@ -298,10 +311,30 @@ class Daemon {
         SetCacheError(why);
       }
     }
+    WriteMetrics(*snap);
     log_->info("refresh: {} plugin(s), {} scanned, {} reused, {} removed in {:.1f} ms", stats.discovered, stats.scanned,
                stats.reused, stats.removed, ms);
     return {{"ok", true}, {"plugins", stats.discovered}, {"scanned", stats.scanned}, {"reused", stats.reused},
             {"removed", stats.removed}, {"generation", snap->generation}, {"ms", ms}};
+  }
+
+  // The textfile for node-exporter, after each refresh: written atomically
+  // (a temporary file in its folder, renamed over it), so the collector never
+  // reads a part. A failed write is logged and tried again at the next refresh.
+  void WriteMetrics(const State::Snapshot& snap) {
+    if (metrics_textfile_.empty()) return;
+    json plugins = json::array();
+    for (const auto& p : snap.order) plugins.push_back(plugin::ToJson(snap.by_path.at(p), /*with_detail=*/false));
+    MetricsInfo info;
+    info.source = "daemon";
+    info.last_refresh_s = snap.last_scan_ms / 1000;
+    info.last_refresh_scanned = snap.last_scanned;
+    info.cache_written_unix = FileMtimeUnix(cache_path_);
+    info.now_unix = static_cast<int64_t>(::time(nullptr));
+    std::string why;
+    if (!WriteFileDurably(metrics_textfile_, PrometheusText(plugins, info), &why)) {
+      log_->warn("metrics textfile: {}", why);
+    }
   }
 
   void Enqueue(Task t) {
@@ -650,6 +683,7 @@ class Daemon {
                 {"generation", snap->generation},
                 {"last_scan_ms", snap->last_scan_ms},
                 {"scan", snap->scan},
+                {"last_scanned", snap->last_scanned},
                 {"opp_path", PathsJson(entries_)},
                 {"allow_insecure", ropts_.allow_insecure},
                 {"socket", socket_path_},
@@ -724,6 +758,7 @@ class Daemon {
   std::string cache_error_;                 // the last failed cache write ("" when the last one worked)
   std::vector<std::string> entries_;
   std::string socket_path_, cache_path_;
+  std::string metrics_textfile_;            // --metrics-textfile ("" when not asked)
   RefreshOptions ropts_;
   int socket_gid_;
   stream_protocol::acceptor acceptor_;
@@ -750,7 +785,7 @@ class Daemon {
 namespace {
 
 int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  std::string opp_path, socket_path, cache_path, log_level, socket_group;
+  std::string opp_path, socket_path, cache_path, log_level, socket_group, metrics_textfile;
   bool foreground = false, allow_insecure = false, vm_socket_given = false;
   ServeLimits limits;
   double timeout_s = kDefaultScanTimeoutS;
@@ -771,7 +806,10 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
       "max-connections", po::value<std::size_t>(&limits.max_connections),
       "client connections served at once; more are refused with an error (default 256)")(
       "idle-timeout", po::value<double>(&limits.idle_timeout_s),
-      "seconds a connection may stay silent before it is closed (default 60)");
+      "seconds a connection may stay silent before it is closed (default 60)")(
+      "metrics-textfile", po::value<std::string>(&metrics_textfile),
+      "write the registry's Prometheus metrics to this file after every refresh (node-exporter textfile "
+      "collector; name it *.prom)");
   try {
     po::variables_map vm;
     po::store(po::command_line_parser(argc, argv)
@@ -906,6 +944,7 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
     ropts.scan.log_level = log_level;
     Daemon d(io, entries, socket_path, cache_path, ropts, gid, limits);
     d.inherited_fd = inherited_fd;
+    if (!metrics_textfile.empty()) d.SetMetricsTextfile(metrics_textfile);
     std::string why;
     if (!d.Start(&why)) {
       err << "ge-plugin-registryd: " << why << "\n";

@@ -1,10 +1,26 @@
 #!/usr/bin/env python3
-"""Registry benchmark: generates N small plugins (default 1000), then reports
-the cold scan time per plugin and the warm `ge-plugin-ls --json` wall time
-through the daemon and through the cache (medians). Targets (share/docs/host-design.md, "Targets"):
-cold scan <= 5 ms per plugin, warm ls --json over 1000 plugins <= 20 ms.
+"""Registry benchmark, beside its peer: GStreamer's registry of Python elements.
 
-usage: bench_registry.py [--plugins N] [--repeat R] [--bin DIR]
+Generates N small plugins (default 1000) and, when `gst-inspect-1.0` and
+GStreamer's Python plugin loader (Debian: gstreamer1.0-tools,
+gstreamer1.0-python3-plugin-loader) are installed, N Python elements for
+GStreamer (a `python/` folder under a GST_PLUGIN_PATH folder, one .py file per
+element registering it through `__gstelementfactory__`). Then, in one run:
+
+- cold scan: ours per plugin (`ge-plugin-ls --no-daemon`, no cache) and
+  GStreamer's per element (its registry built from nothing, GST_REGISTRY a
+  temporary file); each as (time with N - time with none) / N;
+- warm listing: `gst-inspect-1.0` listing every feature from its registry,
+  and `ge-plugin-ls --json` through the cache and through the daemon, the
+  three alternating run by run; medians of the wall times.
+
+Each figure is printed beside its peer as a ratio. The goals (share/docs/host-design.md,
+"Targets"): a warm `ge-plugin-ls --json` at most 0.5x a warm `gst-inspect-1.0`
+listing, from the cache and via the daemon; a cold scan per plugin no slower
+than GStreamer's per element (ratio <= 1). Without the peer the figures are
+printed alone, with a note.
+
+usage: bench_registry.py [--plugins N] [--repeat R] [--bin DIR] [--no-peer]
 """
 import argparse
 import json
@@ -20,14 +36,67 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "registry"))
 from registry_helpers import make_plugin, wait_for  # noqa: E402
 
+WARM_GOAL = 0.5   # warm listing: at most half of GStreamer's
+COLD_GOAL = 1.0   # cold scan per plugin: no slower than GStreamer's per element
 
-def timed(cmd, env):
+GST_ELEMENT = '''"""Benchmark element {i} (a BaseTransform that passes buffers through)."""
+import gi
+gi.require_version("Gst", "1.0")
+gi.require_version("GstBase", "1.0")
+from gi.repository import Gst, GObject, GstBase  # noqa: E402
+Gst.init(None)
+
+
+class {cls}(GstBase.BaseTransform):
+    __gstmetadata__ = ("{cls}", "Filter", "benchmark element {i}", "ge-plugin-host benchmark")
+    __gsttemplates__ = (Gst.PadTemplate.new("src", Gst.PadDirection.SRC, Gst.PadPresence.ALWAYS, Gst.Caps.new_any()),
+                        Gst.PadTemplate.new("sink", Gst.PadDirection.SINK, Gst.PadPresence.ALWAYS, Gst.Caps.new_any()))
+
+
+GObject.type_register({cls})
+__gstelementfactory__ = ("{name}", Gst.Rank.NONE, {cls})
+'''
+
+
+def run(cmd, env, check=True):
+    """Wall time of one run (seconds) and its stdout."""
     t0 = time.perf_counter()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     dt = time.perf_counter() - t0
+    if check and p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.decode(errors='replace')[-2000:]}")
+    return dt, p.stdout
+
+
+def gst_peer_missing():
+    """Why the GStreamer peer cannot run here ("" when it can)."""
+    if not shutil.which("gst-inspect-1.0"):
+        return "gst-inspect-1.0 is not installed (Debian: gstreamer1.0-tools)"
+    p = subprocess.run(["gst-inspect-1.0", "python"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if p.returncode != 0:
-        raise SystemExit(f"{cmd} failed: {p.stderr.decode()}")
-    return dt, json.loads(p.stdout)
+        return "GStreamer's Python plugin loader is not installed (Debian: gstreamer1.0-python3-plugin-loader)"
+    return ""
+
+
+def gst_env(folder, registry):
+    env = dict(os.environ)
+    env["GST_PLUGIN_PATH"] = folder
+    env["GST_REGISTRY"] = registry
+    env.pop("GST_REGISTRY_UPDATE", None)  # the default: check the plugins' stamps, as a warm listing does
+    return env
+
+
+def make_gst_elements(folder, n):
+    py = os.path.join(folder, "python")
+    os.makedirs(py)
+    for i in range(n):
+        with open(os.path.join(py, f"gebench{i:05d}.py"), "w") as f:
+            f.write(GST_ELEMENT.format(i=i, cls=f"GeBench{i:05d}", name=f"gebench{i:05d}"))
+
+
+def ratio(ours, peer, goal):
+    r = ours / peer
+    return f"ratio {r:.2f} (goal <= {goal:g}{', met' if r <= goal else ', NOT met'})"
 
 
 def main():
@@ -35,52 +104,95 @@ def main():
     ap.add_argument("--plugins", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--bin", default=os.environ.get("GE_REGISTRY_BIN", "build/bin"))
+    ap.add_argument("--no-peer", action="store_true", help="skip the GStreamer peer")
     a = ap.parse_args()
     ls = os.path.join(a.bin, "ge-plugin-ls")
     regd = os.path.join(a.bin, "ge-plugin-registryd")
     work = tempfile.mkdtemp(prefix="ge-reg-bench-")
     os.chmod(work, 0o755)
-    opp = os.path.join(work, "opp")
-    os.mkdir(opp)
-    for i in range(a.plugins):
-        make_plugin(opp, f"p{i:05d}", f"BenchRegOp{i}", version=f"1.0.{i}")
+    peer_missing = "--no-peer given" if a.no_peer else gst_peer_missing()
     env = dict(os.environ)
-    env["GE_PLUGIN_REGISTRY_CACHE"] = os.path.join(work, "cache.json")
     env["GE_PLUGIN_REGISTRY_SOCKET"] = os.path.join(work, "none.sock")
     env.pop("GE_LOG_LEVEL", None)
+    d = None
     try:
-        # cold: no cache, scan everything (2 scanner processes)
-        dt, j = timed([ls, "--opp-path", opp, "--json", "--no-daemon"], env)
-        assert j["source"] == "scan" and len(j["plugins"]) == a.plugins
+        # ---- cold: ours per plugin, (N plugins - none) / N --------------------------------
+        opp, empty = os.path.join(work, "opp"), os.path.join(work, "opp-empty")
+        os.mkdir(opp)
+        os.mkdir(empty)
+        for i in range(a.plugins):
+            make_plugin(opp, f"p{i:05d}", f"BenchRegOp{i}", version=f"1.0.{i}")
+        env["GE_PLUGIN_REGISTRY_CACHE"] = os.path.join(work, "cache-empty.json")
+        base, _ = run([ls, "--opp-path", empty, "--json", "--no-daemon"], env)
+        env["GE_PLUGIN_REGISTRY_CACHE"] = os.path.join(work, "cache.json")
+        dt, out = run([ls, "--opp-path", opp, "--json", "--no-daemon"], env)
+        j = json.loads(out)
+        assert j["source"] == "scan" and len(j["plugins"]) == a.plugins, j["source"]
         bad = [p for p in j["plugins"] if p["status"] != "ok"]
         assert not bad, bad[:3]
-        cold_ms = dt * 1000 / a.plugins
-        # warm, through the cache
-        cache_t = []
-        for _ in range(a.repeat):
-            dt, j = timed([ls, "--opp-path", opp, "--json", "--no-daemon"], env)
-            assert j["source"] == "cache"
-            cache_t.append(dt * 1000)
-        # warm, through the daemon
+        cold_ms = (dt - base) * 1000 / a.plugins
+        # ---- cold: GStreamer per element ---------------------------------------------------
+        gst_cold_ms = None
+        if not peer_missing:
+            gst, gst_empty = os.path.join(work, "gst"), os.path.join(work, "gst-empty")
+            make_gst_elements(gst, a.plugins)
+            make_gst_elements(gst_empty, 0)
+            gbase, _ = run(["gst-inspect-1.0"], gst_env(gst_empty, os.path.join(work, "gst-empty.bin")))
+            gdt, out = run(["gst-inspect-1.0"], gst_env(gst, os.path.join(work, "gst.bin")))
+            last = out.decode(errors="replace").strip().splitlines()[-1]
+            found = sum(1 for line in out.decode(errors="replace").splitlines() if "gebench" in line)
+            assert found == a.plugins, f"GStreamer registered {found} of {a.plugins} elements ({last})"
+            gst_cold_ms = (gdt - gbase) * 1000 / a.plugins
+        # ---- the daemon ---------------------------------------------------------------------
         sock = os.path.join(work, "d.sock")
+        t0 = time.perf_counter()
         d = subprocess.Popen([regd, "--foreground", "--opp-path", opp, "--socket", sock, "--cache",
                               os.path.join(work, "dcache.json")], stderr=subprocess.DEVNULL)
-        t0 = time.perf_counter()
-        assert wait_for(lambda: os.path.exists(sock), 120)
+        assert wait_for(lambda: os.path.exists(sock), 600), "the daemon did not come up"
         daemon_cold_ms = (time.perf_counter() - t0) * 1000 / a.plugins
-        daemon_t = []
-        for _ in range(a.repeat):
-            dt, j = timed([ls, "--socket", sock, "--json"], env)
+        # ---- warm, alternating --------------------------------------------------------------
+        cache_cmd = [ls, "--opp-path", opp, "--json", "--no-daemon"]
+        daemon_cmd = [ls, "--socket", sock, "--json"]
+        gst_cmd = ["gst-inspect-1.0"]
+        genv = gst_env(gst, os.path.join(work, "gst.bin")) if not peer_missing else None
+        cache_t, daemon_t, gst_t = [], [], []
+        for k in range(a.repeat + 1):  # the first round warms the page cache and is not counted
+            dt, out = run(cache_cmd, env)
+            assert json.loads(out)["source"] == "cache"
+            if k:
+                cache_t.append(dt * 1000)
+            dt, out = run(daemon_cmd, env)
+            j = json.loads(out)
             assert j["source"] == "daemon" and len(j["plugins"]) == a.plugins
-            daemon_t.append(dt * 1000)
+            if k:
+                daemon_t.append(dt * 1000)
+            if genv:
+                dt, _ = run(gst_cmd, genv)
+                if k:
+                    gst_t.append(dt * 1000)
         d.send_signal(signal.SIGTERM)
         d.wait(30)
-        print(f"registry benchmark: {a.plugins} plugins, {a.repeat} runs each (median)")
-        print(f"  cold scan (ge-plugin-ls --no-daemon, no cache): {cold_ms:.2f} ms/plugin   (target <= 5)")
-        print(f"  cold scan (daemon start-up, incl. process start):  {daemon_cold_ms:.2f} ms/plugin")
-        print(f"  warm ge-plugin-ls --json via daemon: {statistics.median(daemon_t):.1f} ms wall   (target <= 20)")
-        print(f"  warm ge-plugin-ls --json via cache:  {statistics.median(cache_t):.1f} ms wall   (target <= 20)")
+        d = None
+        cache_ms, daemon_ms = statistics.median(cache_t), statistics.median(daemon_t)
+        print(f"registry benchmark: {a.plugins} plugins, {a.repeat} alternating runs each (median wall time)")
+        if peer_missing:
+            print(f"  GStreamer peer skipped: {peer_missing}")
+            print(f"  warm ge-plugin-ls --json via cache:  {cache_ms:.1f} ms")
+            print(f"  warm ge-plugin-ls --json via daemon: {daemon_ms:.1f} ms")
+            print(f"  cold scan per plugin (ge-plugin-ls --no-daemon, no cache): {cold_ms:.2f} ms")
+        else:
+            gst_ms = statistics.median(gst_t)
+            print(f"  warm gst-inspect-1.0 listing ({a.plugins} Python elements): {gst_ms:.1f} ms")
+            print(f"  warm ge-plugin-ls --json via cache:  {cache_ms:.1f} ms   {ratio(cache_ms, gst_ms, WARM_GOAL)}")
+            print(f"  warm ge-plugin-ls --json via daemon: {daemon_ms:.1f} ms   {ratio(daemon_ms, gst_ms, WARM_GOAL)}")
+            print(f"  cold scan per plugin (ge-plugin-ls --no-daemon, no cache): {cold_ms:.2f} ms; "
+                  f"GStreamer's cold registry per Python element: {gst_cold_ms:.2f} ms   "
+                  f"{ratio(cold_ms, gst_cold_ms, COLD_GOAL)}")
+        print(f"  cold scan per plugin (daemon start-up, incl. process start): {daemon_cold_ms:.2f} ms")
     finally:
+        if d is not None:
+            d.kill()
+            d.wait()
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -34,6 +34,16 @@ namespace {
 constexpr int kMaxDepth = 32;
 constexpr std::size_t kMaxFiles = 10000;
 
+// The part of a stat a stamp uses.
+Candidate::EntryStat EntryStatOf(const struct stat& st) {
+  Candidate::EntryStat e;
+  e.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1000000000LL + st.st_mtim.tv_nsec;
+  e.ctime_ns = int64_t{st.st_ctim.tv_sec} * 1000000000LL + st.st_ctim.tv_nsec;
+  e.size = static_cast<uint64_t>(st.st_size);
+  e.ino = static_cast<uint64_t>(st.st_ino);
+  return e;
+}
+
 bool IsUnder(const std::string& path, const std::string& root) {
   return path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
          (root == "/" || path[root.size()] == '/');
@@ -358,6 +368,7 @@ class Builder {
     c.root = root;
     c.real_path = link ? Canonical(p) : p.string();
     c.escapes = link && !IsUnder(c.real_path, root);
+    if (!link && S_ISREG(lst.st_mode)) c.entry_stat = EntryStatOf(lst);
     const std::string entry_reason = opts_.check_safety ? ModeReason(c.path, lst, opts_.uid) : std::string();
     Accept(std::move(c), &entry_reason);
   }
@@ -393,6 +404,7 @@ class Builder {
     c.is_op_library = true;
     c.real_path = link ? Canonical(p) : p.string();
     c.escapes = link && !IsUnder(c.real_path, root);
+    if (!link && S_ISREG(lst.st_mode)) c.entry_stat = EntryStatOf(lst);
     const std::string entry_reason = opts_.check_safety ? ModeReason(c.path, lst, opts_.uid) : std::string();
     Accept(std::move(c), &entry_reason, chain);
   }
@@ -613,16 +625,21 @@ struct StampBuilder {
   uint64_t hash = kFnvBasis;
   bool with_hash = false;
 
+  // One regular file's metadata.
+  void Meta(const Candidate::EntryStat& e, const std::string& rel) {
+    s.mtime_ns = std::max<int64_t>(s.mtime_ns, e.mtime_ns);
+    s.ctime_ns = std::max<int64_t>(s.ctime_ns, e.ctime_ns);
+    s.size += e.size;
+    s.files += 1;
+    Fnv(inodes, rel.data(), rel.size() + 1);
+    const uint64_t ino = e.ino;
+    Fnv(inodes, &ino, sizeof(ino));
+  }
+
   void File(const std::string& full, const std::string& rel) {
     struct stat st {};
     if (::stat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
-    s.mtime_ns = std::max<int64_t>(s.mtime_ns, int64_t{st.st_mtim.tv_sec} * 1000000000LL + st.st_mtim.tv_nsec);
-    s.ctime_ns = std::max<int64_t>(s.ctime_ns, int64_t{st.st_ctim.tv_sec} * 1000000000LL + st.st_ctim.tv_nsec);
-    s.size += static_cast<uint64_t>(st.st_size);
-    s.files += 1;
-    Fnv(inodes, rel.data(), rel.size() + 1);
-    const uint64_t ino = st.st_ino;
-    Fnv(inodes, &ino, sizeof(ino));
+    Meta(EntryStatOf(st), rel);
     if (!with_hash) return;
     Fnv(hash, rel.data(), rel.size() + 1);
     const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -671,6 +688,14 @@ Stamp ComputeStamp(const Candidate& c, bool with_hash) {
     std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(b.hash));
     b.s.hash = buf;
   }
+  return b.s;
+}
+
+Stamp DiscoveredStamp(const Candidate& c) {
+  if (c.is_package || c.helpers || !c.entry_stat) return ComputeStamp(c, false);
+  StampBuilder b;
+  b.Meta(*c.entry_stat, "");
+  b.s.inodes = b.inodes;
   return b.s;
 }
 

@@ -63,6 +63,14 @@ struct Candidate {
   // (chmod o-w)" and the like.
   std::string insecure;
   std::shared_ptr<const FolderHelpers> helpers;  // single-file plugins: their folder's helpers (may be null)
+  // What Discover's lstat of `path` saw when `path` is a regular file and not
+  // a symbolic link (then it is also the stat of real_path); nullopt
+  // otherwise. For DiscoveredStamp only: it describes the file at discovery.
+  struct EntryStat {
+    int64_t mtime_ns = 0, ctime_ns = 0;
+    uint64_t size = 0, ino = 0;
+  };
+  std::optional<EntryStat> entry_stat;
 };
 
 struct DiscoverOptions {
@@ -112,6 +120,12 @@ std::string InsecureMessage(const std::string& reason);
 
 // ---- stamps (the Stamp type: ge/plugin/record.h) ------------------------------------------
 Stamp ComputeStamp(const Candidate& plugin, bool with_hash);
+// ComputeStamp(plugin, false) as of discovery: for a single-file plugin
+// without helpers whose entry is a regular file, from the lstat Discover took
+// (Candidate::entry_stat; no second stat); otherwise ComputeStamp itself. For
+// a freshness check right after Discover (the warm listing's index,
+// share/docs/registry.md); never to stamp a plugin after it was scanned.
+Stamp DiscoveredStamp(const Candidate& plugin);
 
 // True when `old` still describes the plugin: same metadata, or (after a
 // touch) the same content hash. Computes the hash only when needed. `now`,

@@ -1,0 +1,46 @@
+// listing_json.h: checks of listing JSON text without building a JSON tree,
+// for the warm `ge-plugin-ls --json` paths (share/docs/registry.md, "The
+// listing index" and "Protocol"): a summary line of the listing index, and the
+// daemon's `list` reply, are checked in one streaming pass (nlohmann::json's
+// SAX parser) and then passed through as the text they are, instead of being
+// parsed into a tree and written again.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ge::registry {
+
+// True when `text` is exactly one plugin summary of the shape that
+// plugin::ToJson(r, /*with_detail=*/false) writes (ge/plugin/record.h): an
+// object with the nine keys name, path, kind, prototypes, version, isolation,
+// status, error, ops and no other; each of its type (`kind` "python" or
+// "op_library", `isolation` a known isolation, `status` a known status other
+// than "insecure", `ops` objects with a string `op_type`, a list of string
+// `capabilities` and an optional string `prototype_library`), valid UTF-8
+// (the parser's own check), and `path` equal to `path_text` (the PathText
+// spelling). The same verdict the listing index's reader took before from
+// plugin::FromJson on a parsed tree. `why` (optional) gets the first problem.
+// Thread-safe; allocates only the strings it compares.
+bool IsListedSummary(std::string_view text, std::string_view path_text, std::string* why = nullptr);
+
+// The daemon's `list` reply, checked: a JSON object with boolean `ok`, a list
+// of strings `opp_path`, boolean `allow_insecure` and, as its last key,
+// `plugins`: a list of summaries (each as IsListedSummary, any path, "insecure"
+// allowed since the daemon decides that). Other keys (a string `source`, a
+// number `generation`, ones added later) may come before `plugins`.
+struct ListReply {
+  bool ok = false;
+  bool allow_insecure = false;
+  std::vector<std::string> opp_path;  // as sent (PathText spellings)
+  std::string_view plugins;           // the text of the `plugins` array, a view into the checked line
+  std::string_view head;              // the text before `"plugins":` (the other keys, ending in a comma)
+};
+// nullopt (with `why`) when the line is no such reply, or its `plugins` text
+// cannot be cut out exactly (then the caller parses the line as a whole).
+// The view is valid as long as `line` is.
+std::optional<ListReply> ParseListReply(std::string_view line, std::string* why = nullptr);
+
+}  // namespace ge::registry

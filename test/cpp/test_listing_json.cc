@@ -1,0 +1,167 @@
+// The streaming checks of the warm listing (registry/listing_json.h): a
+// listing-index summary and the daemon's `list` reply are passed through only
+// when they have exactly the shape ge-plugin-ls would print.
+#define BOOST_TEST_MODULE listing_json
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ge/plugin/record.h"
+#include "listing_json.h"
+
+using nlohmann::json;
+using namespace ge;
+using namespace ge::registry;
+
+namespace {
+
+plugin::PluginRecord Record(const std::string& path, plugin::PluginStatus status = plugin::PluginStatus::kOk) {
+  plugin::PluginRecord r;
+  r.name = "gelu";
+  r.path = path;
+  r.version = "1.0";
+  r.isolation = "subinterpreter";
+  r.status = status;
+  plugin::OpRecord op;
+  op.op_type = "GeluCustom";
+  op.capabilities = {"eager_execute", "infer_meta"};
+  r.ops.push_back(op);
+  return r;
+}
+
+std::string Summary(const plugin::PluginRecord& r) { return plugin::ToJson(r, false).dump(); }
+
+// The summary of `path` with one field set to `value` (or removed, when null).
+std::string Edited(const std::string& path, const std::string& key, const json& value) {
+  json j = plugin::ToJson(Record(path), false);
+  if (value.is_null()) {
+    j.erase(key);
+  } else {
+    j[key] = value;
+  }
+  return j.dump();
+}
+
+// The daemon's list reply as ge-plugin-registryd writes it: `plugins` last.
+std::string Reply(const json& head, const json& plugins) {
+  std::string line = head.dump();
+  line.pop_back();
+  return line + ",\"plugins\":" + plugins.dump() + "}";
+}
+
+const json kHead = {{"ok", true}, {"source", "daemon"}, {"generation", 3}, {"opp_path", {"/opp"}},
+                    {"allow_insecure", false}};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_summary_as_written_passes_for_its_own_path_only) {
+  const std::string s = Summary(Record("/opp/gelu.py"));
+  std::string why;
+  BOOST_TEST(IsListedSummary(s, "/opp/gelu.py", &why), why);
+  BOOST_TEST(!IsListedSummary(s, "/opp/other.py", &why));
+  BOOST_TEST(why == "the summary names another path");
+  // a failed plugin (no ops, an error) and an op library are summaries too
+  plugin::PluginRecord failed = Record("/opp/bad.py", plugin::PluginStatus::kError);
+  failed.ops.clear();
+  failed.error.message = "SyntaxError: invalid syntax (bad.py, line 1)";
+  BOOST_TEST(IsListedSummary(Summary(failed), "/opp/bad.py", &why), why);
+  plugin::PluginRecord lib = Record("/opp/op_graph/lib/linux/x86_64/libops.so");
+  lib.op_library = true;
+  lib.isolation = "";
+  lib.prototypes = {"GeluCustom"};
+  lib.ops[0].prototype_library = "/opp/op_graph/lib/linux/x86_64/libprotos.so";
+  BOOST_TEST(IsListedSummary(Summary(lib), lib.path, &why), why);
+}
+
+BOOST_AUTO_TEST_CASE(a_summary_of_another_shape_is_refused_with_the_reason) {
+  const std::string p = "/opp/gelu.py";
+  struct Case {
+    std::string text, why;
+  };
+  const Case cases[] = {
+      {Edited(p, "injected", true), "unknown summary field 'injected'"},
+      {Edited(p, "version", nullptr), "a summary field is missing"},
+      {Edited(p, "status", 1), "summary field 'status' must be a string"},
+      {Edited(p, "status", "fine"), "unknown status 'fine'"},
+      {Edited(p, "status", "insecure"), "status insecure"},
+      {Edited(p, "kind", "rust"), "unknown kind 'rust'"},
+      {Edited(p, "isolation", "thread"), "unknown isolation 'thread'"},
+      {Edited(p, "name", json::object()), "unexpected object (level 1)"},
+      {Edited(p, "prototypes", {1}), "a list of strings holds a non-string"},
+      {Edited(p, "ops", {{{"op_type", "X"}}}), "an op lacks 'op_type' or 'capabilities'"},
+      {Edited(p, "ops", {{{"op_type", "X"}, {"capabilities", json::array()}, {"prototype", json::object()}}}),
+       "unknown op field 'prototype'"},
+      {"[" + Summary(Record(p)) + "]", "an array where an object was expected"},
+  };
+  for (const auto& c : cases) {
+    std::string why;
+    BOOST_TEST(!IsListedSummary(c.text, p, &why), c.text);
+    BOOST_TEST(why == c.why, c.text << ": " << why);
+  }
+  // Not JSON at all, two values, or a string that is not UTF-8: the parser's own verdict.
+  std::string why;
+  BOOST_TEST(!IsListedSummary(Summary(Record(p)).substr(0, 20), p, &why));
+  BOOST_TEST(why.find("not valid JSON") == 0, why);
+  BOOST_TEST(!IsListedSummary(Summary(Record(p)) + " {}", p, &why));
+  BOOST_TEST(why.find("not valid JSON") == 0, why);
+  std::string bad = Summary(Record(p));
+  bad.replace(bad.find("1.0"), 3, "\xff\xfe");
+  BOOST_TEST(!IsListedSummary(bad, p, &why));
+  BOOST_TEST(why.find("not valid JSON") == 0, why);
+}
+
+BOOST_AUTO_TEST_CASE(a_daemon_reply_yields_its_plugins_text_as_sent) {
+  const json plugins = {plugin::ToJson(Record("/opp/a.py"), false), plugin::ToJson(Record("/opp/b.py"), false)};
+  const std::string line = Reply(kHead, plugins);
+  std::string why;
+  const auto r = ParseListReply(line, &why);
+  BOOST_TEST_REQUIRE(r.has_value(), why);
+  BOOST_TEST(r->ok);
+  BOOST_TEST(!r->allow_insecure);
+  BOOST_TEST(r->opp_path == std::vector<std::string>{"/opp"});
+  BOOST_TEST(std::string(r->plugins) == plugins.dump());
+  // fields added later (a version, a scan in progress) may come before plugins
+  json head = kHead;
+  head["version"] = "1.2.3";
+  head["progress"] = {{"done", 1}, {"total", 2}};
+  const auto r2 = ParseListReply(Reply(head, plugins), &why);
+  BOOST_TEST_REQUIRE(r2.has_value(), why);
+  BOOST_TEST(std::string(r2->plugins) == plugins.dump());
+  // an empty registry
+  const auto r3 = ParseListReply(Reply(kHead, json::array()), &why);
+  BOOST_TEST_REQUIRE(r3.has_value(), why);
+  BOOST_TEST(std::string(r3->plugins) == "[]");
+}
+
+BOOST_AUTO_TEST_CASE(a_daemon_reply_that_cannot_be_passed_through_is_refused) {
+  const json plugins = {plugin::ToJson(Record("/opp/a.py"), false)};
+  json extra = plugins;
+  extra[0]["injected"] = 1;
+  json nested = kHead;
+  nested["stats"] = {{"plugins", 1}};
+  json wrong = kHead;
+  wrong["ok"] = "yes";
+  json no_opp = kHead;
+  no_opp.erase("opp_path");
+  const std::string cases[] = {
+      Reply(kHead, extra),                                             // a summary of another shape
+      Reply(nested, plugins),                                          // a second key "plugins"
+      Reply(wrong, plugins),                                           // ok is no boolean
+      Reply(no_opp, plugins),                                          // no opp_path
+      json(kHead).dump(),                                              // no plugins at all
+      "{\"plugins\":" + plugins.dump() + ",\"ok\":true,\"opp_path\":[],\"allow_insecure\":false}",  // not last
+      Reply(kHead, plugins).replace(Reply(kHead, plugins).find("\"plugins\":"), 10, "\"plugins\" :"),  // spaced
+      Reply(kHead, plugins).substr(0, 40),                             // cut short
+  };
+  for (const auto& c : cases) {
+    std::string why;
+    BOOST_TEST(!ParseListReply(c, &why).has_value(), c);
+    BOOST_TEST(!why.empty(), c);
+  }
+  // an "insecure" verdict is the daemon's to give: passed through
+  json insecure = plugins;
+  insecure[0]["status"] = "insecure";
+  BOOST_TEST(ParseListReply(Reply(kHead, insecure)).has_value());
+}
