@@ -324,20 +324,30 @@ class Builder {
 
   // A child of an opp folder (or a file entry): a plugin, a helper, a dangling
   // link, or nothing.
-  void Child(const fs::path& p, const std::string& root, const std::shared_ptr<const FolderHelpers>& helpers) {
+  // `dir_fd`: the opp folder `root` opened (O_DIRECTORY), or -1: the entry's
+  // lstat is then taken by its full path. Relative to the folder's fd it is
+  // one name lookup instead of one per path component (measured: a warm
+  // listing of 1000 plugins spent about a fifth of its CPU time in these
+  // stats by full path).
+  void Child(const fs::path& p, const std::string& root, const std::shared_ptr<const FolderHelpers>& helpers,
+             int dir_fd = -1) {
     const std::string name = p.filename().string();
     if (name.empty() || name[0] == '_' || name[0] == '.') return;  // helpers, __pycache__, hidden files
     // One lstat gives the kind of entry and its safety verdict; a link is
     // followed with a stat of its own.
     struct stat lst {};
-    if (::lstat(p.c_str(), &lst) != 0) return;
+    if ((dir_fd >= 0 ? ::fstatat(dir_fd, name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) : ::lstat(p.c_str(), &lst)) != 0) {
+      return;
+    }
     const bool link = S_ISLNK(lst.st_mode);
     boost::system::error_code ec;
     const fs::file_status st = link ? fs::status(p, ec)
                                     : fs::file_status(S_ISREG(lst.st_mode)   ? fs::regular_file
                                                       : S_ISDIR(lst.st_mode) ? fs::directory_file
                                                                              : fs::type_unknown);
-    const bool named_like_plugin = p.extension() == ".py" || p.extension().empty();
+    const std::string ext = p.extension().string();
+    const bool is_py = ext == ".py";
+    const bool named_like_plugin = is_py || ext.empty();
     if (link && !fs::exists(st)) {
       if (!named_like_plugin) return;
       if (ec.value() == ELOOP) {
@@ -348,15 +358,15 @@ class Builder {
       }
       return;
     }
-    if (p.extension() == ".py" && !fs::is_regular_file(st) && !fs::is_directory(st)) {
+    if (is_py && !fs::is_regular_file(st) && !fs::is_directory(st)) {
       // A FIFO, a device (a link to /dev/zero): never read, but not dropped silently.
       Problem(p.stem().string(), p.string(), PluginStatus::kError,
               p.string() + " is not a regular file (a FIFO, socket or device): not loaded");
       return;
     }
     Candidate c;
-    if (fs::is_regular_file(st) && p.extension() == ".py") {
-      c.name = p.stem().string();
+    if (fs::is_regular_file(st) && is_py) {
+      c.name = name.substr(0, name.size() - ext.size());
       c.helpers = helpers;
     } else if (fs::is_directory(st) && IsPackageDir(p)) {
       c.name = name;
@@ -473,7 +483,11 @@ class Builder {
     OppRoot(root);
     MisplacedLibraries(root, children);
     const auto helpers = HelpersOf(children);
-    for (const auto& c : children) Child(c, root, helpers);
+    // The children are stat'ed relative to the folder (see Child); when it
+    // cannot be opened they are stat'ed by path, with the same verdicts.
+    const int dir_fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    for (const auto& c : children) Child(c, root, helpers, dir_fd);
+    if (dir_fd >= 0) ::close(dir_fd);
   }
 
   // A `.py` file or a package folder named directly: its folder is made
