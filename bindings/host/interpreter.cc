@@ -18,7 +18,16 @@ namespace {
 
 std::atomic<uint64_t> g_next_id{1};
 std::atomic<int> g_live_subs{0};
-thread_local int t_guard_depth = 0;
+
+// The thread-locals below are read on every InterpreterGuard (each Python
+// callback). In a shared library the default (global/local-dynamic) TLS model
+// reaches them through __tls_get_addr; the initial-exec model is a plain
+// offset from the thread pointer. They are small (tens of bytes), so the
+// static TLS block glibc reserves for libraries loaded with dlopen (the
+// _ge_native module, plugin loaders) holds them (the dispatch target in
+// share/docs/host-design.md, "Targets").
+#define GE_HOST_TLS __attribute__((tls_model("initial-exec")))
+thread_local int t_guard_depth GE_HOST_TLS = 0;
 
 // Per-thread cache of (interpreter id -> thread state); ids are never reused, so
 // an entry of an ended interpreter is never looked up again.
@@ -29,12 +38,12 @@ struct TsCacheEntry {
 // The main thread's thread_local destructors run before atexit handlers
 // (glibc's exit()), and FinalizeAtExit still looks its thread state up: once
 // the cache is destroyed, lookups bypass it (t_ts_cache_gone).
-thread_local bool t_ts_cache_gone = false;
+thread_local bool t_ts_cache_gone GE_HOST_TLS = false;
 struct TsCache {
   std::vector<TsCacheEntry> entries;
   ~TsCache() { t_ts_cache_gone = true; }
 };
-thread_local TsCache t_ts_cache;
+thread_local TsCache t_ts_cache GE_HOST_TLS;
 
 std::mutex g_runtime_mu;  // guards g_runtime; never held with the GIL
 std::shared_ptr<PythonRuntime> g_runtime;

@@ -34,8 +34,12 @@ thread_local GuardedPhase t_phase = GuardedPhase::kRunningBlock;
 std::atomic<const char*> g_crash_exit_prefix{nullptr};
 std::atomic<const char*> g_report_prefix{nullptr};  // InstallCrashReport
 std::atomic<const char*> g_report_hint{nullptr};
-thread_local const char* t_breadcrumb = nullptr;   // CrashBreadcrumb
-thread_local bool t_breadcrumb_loading = false;
+// CrashBreadcrumb: set and restored around every plugin callback, so the
+// initial-exec TLS model (an offset from the thread pointer, no __tls_get_addr
+// call; also safe to read in the signal handler); nine bytes fit the static TLS
+// block glibc keeps for libraries loaded with dlopen.
+thread_local const char* t_breadcrumb __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool t_breadcrumb_loading __attribute__((tls_model("initial-exec"))) = false;
 
 // Async-signal-safe output: write(2) only, no allocation, no locale.
 void SafeWrite(const char* s) {
