@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <random>
 #include <sstream>
 
 #include <boost/filesystem.hpp>
@@ -29,8 +30,22 @@ using plugin::PluginRecord;
 
 bool WriteFileDurably(const std::string& path, const std::string& text, std::string* why) {
   const boost::filesystem::path target(path);
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // The temporary file gets a name nobody can predict and is created with
+  // O_EXCL | O_NOFOLLOW: a file or symlink planted in the folder under that
+  // name is never opened, so the write cannot be redirected to another file
+  // (whoever may write the folder, e.g. a metrics textfile folder, could
+  // otherwise make a root daemon overwrite any file). The mode is 0644 less
+  // the umask, as an ordinary create.
+  std::random_device rd;
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    char suffix[24];
+    std::snprintf(suffix, sizeof suffix, ".tmp-%08x%08x", rd(), rd());
+    tmp = path + suffix;
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) {
     if (why) *why = "cannot write " + tmp + ": " + std::strerror(errno);
     return false;
@@ -135,6 +150,12 @@ bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>
   for (const auto& r : ordered) {
     const std::string path = PathText(r.path);
     if (path.empty() || path.find_first_of("\t\n") != std::string::npos) return false;  // not representable: no index
+    // A failure of the scan itself is retried by the next listing
+    // (refresh.cc): the index, which would pass it through, is not written.
+    if (r.status == plugin::PluginStatus::kError && r.error.kind == "scan") {
+      if (why) *why = "no listing index: " + path + " failed to be scanned (retried next time)";
+      return false;
+    }
     const plugin::Stamp st = r.stamp.value_or(plugin::Stamp{});
     const std::string pline = "P\t" + path + "\t" + std::to_string(st.mtime_ns) + "\t" + std::to_string(st.ctime_ns) +
                               "\t" + std::to_string(st.size) + "\t" + std::to_string(st.files) + "\t" +

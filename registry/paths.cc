@@ -80,7 +80,8 @@ std::vector<std::string> OppEntries(const std::string& opt) {
                                "' is relative and the current directory is unknown (" +
                                (ec ? ec.message() : std::string("empty")) + "); give an absolute path");
     }
-    e = boost::filesystem::absolute(e, cwd).lexically_normal().string();
+    // An absolute entry needs no current directory (it may be gone).
+    e = (e[0] == '/' ? boost::filesystem::path(e) : boost::filesystem::absolute(e, cwd)).lexically_normal().string();
     // Boost spells a trailing slash "dir/." after normalization.
     if (e.size() > 2 && e.compare(e.size() - 2, 2, "/.") == 0) e.resize(e.size() - 2);
   }

@@ -20,6 +20,7 @@
 #include "ge/log_spdlog.h"
 #include "listing_json.h"
 #include "metrics.h"
+#include "ge/file.h"
 #include "ge/text.h"
 #include "cache_write.h"
 #include "ge/plugin/cache.h"
@@ -296,6 +297,12 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
         }
       }
     }
+    if (registry_source == "none" && !reg.socket_path.empty()) {
+      // A daemon asked for by name that does not answer is not silently
+      // replaced by whatever cache is around: the admin is told.
+      err << "ge-plugin-ls: warning: no daemon answers on " << Printable(reg.socket_path)
+          << (why.empty() ? "" : " (" + Printable(why) + ")") << "; checking against the cache or a scan instead\n";
+    }
   }
   if (registry_source == "none") {
     const ListingCaches caches = ChooseListingCaches(reg.cache_option, entries);
@@ -548,7 +555,7 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       err << "ge-plugin-ls: --timeout must be in (0, 86400] seconds\n";
       return 2;
     }
-    if (!format.empty() && format != "table" && format != "json" && format != "prometheus") {
+    if (vm.count("format") && format != "table" && format != "json" && format != "prometheus") {
       err << "ge-plugin-ls: unknown --format '" << format << "' (table, json, prometheus)\n";
       return 2;
     }
@@ -557,6 +564,16 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
       return 2;
     }
     if (format == "json") json_out = true;
+    if (format == "prometheus" && !check.empty()) {
+      err << "ge-plugin-ls: --format prometheus lists the registry; it does not apply to --check\n";
+      return 2;
+    }
+    if (format == "prometheus" && (!op.empty() || !status.empty())) {
+      // The metrics describe the whole registry (plugins per status, ...):
+      // a filtered subset would report false counts to the fleet.
+      err << "ge-plugin-ls: --format prometheus describes the whole registry; it does not take --op or --status\n";
+      return 2;
+    }
     if (!ApplyLogLevelOption(log_level, "ge-plugin-ls", err)) return 2;
   } catch (const po::error& e) {
     err << "ge-plugin-ls: " << e.what() << "\n" << kUsage << "\n";
@@ -587,10 +604,6 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
   }
 
   const bool prometheus = format == "prometheus";
-  if (prometheus && !check.empty()) {
-    err << "ge-plugin-ls: --format prometheus lists the registry; it does not apply to --check\n";
-    return 2;
-  }
   json plugins;
   std::string source;
   json scan_state;  // the daemon's {"in_progress", "pending"} (share/docs/registry.md, "Scan progress")
@@ -793,12 +806,13 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
 // an error message and exit 1, never an abort.
 int RunPluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool out_is_tty,
                 bool err_is_tty) {
+  int rc = 1;
   try {
-    return PluginLs(argc, argv, out, err, out_is_tty, err_is_tty);
+    rc = PluginLs(argc, argv, out, err, out_is_tty, err_is_tty);
   } catch (const std::exception& e) {
     err << "ge-plugin-ls: error: " << Printable(e.what()) << "\n";
-    return 1;
   }
+  return FinishOutput("ge-plugin-ls", out, err, rc);
 }
 
 }  // namespace ge::registry

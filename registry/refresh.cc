@@ -45,7 +45,12 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
       records[c.path] = std::move(r);
       continue;
     }
-    if (fresh && it->second.status != PluginStatus::kInsecure) {
+    // A failure of the scan itself (the scanner could not start, sent a
+    // malformed record, ...) is no verdict on the plugin: it is never reused,
+    // so the next refresh tries again once the scanner is fixed.
+    const bool scan_failure = it != records.end() && it->second.status == PluginStatus::kError &&
+                              it->second.error.kind == "scan";
+    if (fresh && it->second.status != PluginStatus::kInsecure && !scan_failure) {
       ++st.reused;
       continue;
     }

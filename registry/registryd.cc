@@ -16,6 +16,7 @@
 #include <cstring>
 #include <ctime>
 #include <boost/asio.hpp>
+#include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
 #include <condition_variable>
 #include <deque>
@@ -26,6 +27,7 @@
 
 #include "ge/log_spdlog.h"
 #include "cache_write.h"
+#include "ge/file.h"
 #include "metrics.h"
 #include "ge/plugin/cache.h"
 #include "paths.h"
@@ -906,6 +908,25 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
       return 1;
     }
   }
+  if (!metrics_textfile.empty()) {
+    // The textfile is replaced on every refresh: naming one of the daemon's
+    // own files would destroy it (the cache and its verdicts, or the socket).
+    const auto same = [](const std::string& a, const std::string& b) {
+      boost::system::error_code ec1, ec2;
+      const auto ca = boost::filesystem::weakly_canonical(a, ec1);
+      const auto cb = boost::filesystem::weakly_canonical(b, ec2);
+      return !ec1 && !ec2 ? ca == cb : a == b;
+    };
+    for (const auto& [what, p] : {std::pair<std::string, std::string>{"the cache", cache_path},
+                                  {"the cache's listing index", cache_path + ".list"},
+                                  {"the socket", socket_path}}) {
+      if (same(metrics_textfile, p)) {
+        err << "ge-plugin-registryd: --metrics-textfile " << Printable(metrics_textfile) << " is " << what
+            << " of this daemon; give the textfile a path of its own\n";
+        return 2;
+      }
+    }
+  }
   ::signal(SIGPIPE, SIG_IGN);
 
   int ready_pipe[2] = {-1, -1};
@@ -971,12 +992,13 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
 // No exception escapes the daemon: it logs and exits 1 (systemd restarts it),
 // never aborts.
 int RunRegistryd(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  int rc = 1;
   try {
-    return Registryd(argc, argv, out, err);
+    rc = Registryd(argc, argv, out, err);
   } catch (const std::exception& e) {
     err << "ge-plugin-registryd: error: " << Printable(e.what()) << "\n";
-    return 1;
   }
+  return FinishOutput("ge-plugin-registryd", out, err, rc);
 }
 
 }  // namespace ge::registry

@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <regex>
@@ -147,8 +149,18 @@ int main(int argc, char** argv) {
   std::vector<std::string> paths;
   // Each path is loaded as an absolute path fixed before any plugin runs: a
   // plugin calling os.chdir must not change which file the next path names.
-  const boost::filesystem::path start_dir = boost::filesystem::current_path();
-  auto absolute = [&](const std::string& p) { return boost::filesystem::absolute(p, start_dir).string(); };
+  // The paths the scanner is given are absolute; a relative one needs the
+  // current directory, which may be gone (then it is kept as given, and its
+  // load reports that it cannot be found).
+  boost::system::error_code cwd_ec;
+  const boost::filesystem::path start_dir = boost::filesystem::current_path(cwd_ec);
+  // Python cannot start in a folder that is gone (the listing was run from a
+  // deleted folder): the scan runs from / then; every path it loads is absolute.
+  if (cwd_ec && ::chdir("/") != 0) std::cerr << "ge-plugin-scan: cannot change to /: " << std::strerror(errno) << "\n";
+  auto absolute = [&](const std::string& p) {
+    if (!p.empty() && p[0] == '/') return p;
+    return cwd_ec ? p : boost::filesystem::absolute(p, start_dir).string();
+  };
   for (std::string line; std::getline(std::cin, line, '\0');) {
     if (!line.empty()) paths.push_back(line);
   }

@@ -14,6 +14,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "ge/file.h"
 #include "ge/crash_report.h"
 #include "ge/engine/engine.h"
 #include "ge/engine/npy.h"
@@ -438,7 +439,7 @@ int Run(const RunArgs& a, std::ostream& out, std::ostream& err, const std::funct
 int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream& err,
              const std::function<void(int)>& before_teardown) {
   RunArgs args;
-  if (std::optional<int> rc = ParseArgs(argc, argv, args, out, err)) return *rc;
+  if (std::optional<int> rc = ParseArgs(argc, argv, args, out, err)) return FinishOutput("ge-run", out, err, *rc);
   ResolvePaths(args);
   // A crashing kernel ends ge-run from the signal handler, with its node and
   // kernel named, before anything can deadlock on a lock the kernel held.
@@ -447,12 +448,13 @@ int RunGeRun(int argc, const char* const* argv, std::ostream& out, std::ostream&
   InstallCrashReport("ge-run: error: ",
                      "ge-run: note: `ge-plugin-ls --rescan` records the crash in the registry; `ge-run --skip-crashed` "
                      "then skips that plugin until its files change");
+  int rc = 1;
   try {
-    return Run(args, out, err, before_teardown);
+    rc = Run(args, out, err, before_teardown);
   } catch (const std::exception& e) {  // GraphError, NpyError, the rest: one message, exit 1
     err << "ge-run: error: " << TerminalSafe(e.what()) << "\n";
   }
-  return 1;
+  return FinishOutput("ge-run", out, err, rc);
 }
 
 void BoundTheExit(int rc) {

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ostream>
 
 namespace ge {
 
@@ -41,6 +42,15 @@ std::optional<std::string> ReadBoundedFile(const std::string& path, std::size_t 
   }
   ::close(fd);
   return text;
+}
+
+int FinishOutput(const char* tool, std::ostream& out, std::ostream& err, int rc) {
+  errno = 0;
+  out.flush();
+  if (out) return rc;
+  const int e = errno;
+  err << tool << ": error: cannot write the output" << (e ? std::string(": ") + std::strerror(e) : std::string()) << "\n";
+  return rc != 0 ? rc : 1;
 }
 
 }  // namespace ge

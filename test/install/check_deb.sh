@@ -21,8 +21,15 @@ trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-deb=$(bash "$src/test/install/build_deb.sh" "$src" "$deb_build" "$jobs" | tail -1)
-[ -f "$deb" ] || fail "no .deb built"
+# The build's own output is kept: a failed build says why (pipefail would
+# otherwise end the script here without a word).
+build_log="$work/build_deb.log"
+if ! bash "$src/test/install/build_deb.sh" "$src" "$deb_build" "$jobs" > "$build_log" 2>&1; then
+  tail -40 "$build_log" >&2
+  fail "building the .deb failed (test/install/build_deb.sh; the last lines of its output are above)"
+fi
+deb=$(tail -1 "$build_log")
+[ -f "$deb" ] || { tail -20 "$build_log" >&2; fail "no .deb built"; }
 echo "ok: built $(basename "$deb")"
 
 # 1. control data: dependencies computed by dpkg-shlibdeps (libc, Boost,

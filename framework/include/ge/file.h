@@ -1,4 +1,5 @@
-// ge/file.h: reading a whole file the tools were given, safely.
+// ge/file.h: reading a whole file the tools were given, safely; and telling
+// whether a tool's output was written.
 //
 // Every file a tool reads whole (a graph, a .npy input, the registry cache and
 // its listing index) goes through ReadBoundedFile: it must be a regular file
@@ -9,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <iosfwd>
 #include <optional>
 #include <string>
 
@@ -20,5 +22,12 @@ namespace ge {
 // ("graph", "registry file", ...).
 std::optional<std::string> ReadBoundedFile(const std::string& path, std::size_t max_bytes, const std::string& what,
                                            std::string* why);
+
+// A tool's exit status once its result went to `out`: `out` is flushed; if it
+// could not be written (a full disk, a closed pipe: the stream failed), says
+// "<tool>: error: cannot write the output" on `err` and returns 1 (or `rc`
+// when that already is a failure), else returns `rc`. So a script never takes
+// an empty or cut output for success. Not thread-safe for one `out`.
+int FinishOutput(const char* tool, std::ostream& out, std::ostream& err, int rc);
 
 }  // namespace ge
