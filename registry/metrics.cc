@@ -15,9 +15,11 @@ namespace {
 
 using nlohmann::json;
 
-// The statuses of ge/plugin/record.h, in their JSON spelling.
-constexpr std::array<const char*, 9> kStatuses{"ok",      "error",   "conflict", "insecure", "missing",
-                                               "skipped", "crashed", "hung",     "exited"};
+// The statuses a registry listing can hold (ge/plugin/record.h, in their
+// JSON spelling; the same set `ge-plugin-ls --status` takes). "skipped" is a
+// host's verdict (a plugin ge-run left out on purpose), never the registry's.
+constexpr std::array<const char*, 8> kStatuses{"ok",      "error", "conflict", "insecure",
+                                               "missing", "crashed", "hung",  "exited"};
 
 // A label value: backslash, double quote and line feed escaped (the text
 // format's only escapes).

@@ -110,3 +110,15 @@ def test_check_warns_when_the_daemon_asked_for_does_not_answer(opp, tmp_path):
                "--check", str(opp / "one.py"), env=env_for(tmp_path))
     assert "no daemon answers on" in p.stderr and "nobody.sock" in p.stderr, p.stderr
     assert p.stdout.strip().splitlines()[-1].startswith("no problems found"), p.stdout
+
+
+def test_every_status_the_metrics_count_is_one_a_listing_can_filter_on(opp, tmp_path):
+    make_plugin(opp, "one", "StatusSetOne")
+    p = run_ls("--opp-path", str(opp), "--format", "prometheus", env=env_for(tmp_path))
+    assert p.returncode == 0, p.stderr
+    statuses = {line.split('status="')[1].split('"')[0] for line in p.stdout.splitlines()
+                if line.startswith("ge_plugin_registry_plugins{")}
+    assert "ok" in statuses and "crashed" in statuses
+    for s in sorted(statuses):
+        q = run_ls("--opp-path", str(opp), "--status", s, env=env_for(tmp_path))
+        assert q.returncode in (0, 1), (s, q.stderr)  # 1: nothing matched; 2 would be an unknown status
