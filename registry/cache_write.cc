@@ -104,18 +104,11 @@ constexpr int kStampFields = 5;  // mtime_ns, ctime_ns, size, files, inodes
 // FNV-1a 64 over lines, each followed by '\n': the index's checksum line.
 class Fnv1a {
  public:
-  void Add(std::string_view line) {
-    for (unsigned char c : line) h_ = (h_ ^ c) * 1099511628211ULL;
-    h_ = (h_ ^ '\n') * 1099511628211ULL;
-  }
-  std::string Hex() const {
-    char buf[17];
-    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h_));
-    return buf;
-  }
+  void Add(std::string_view line) { h_.Add(line).Add("\n"); }
+  std::string Hex() const { return h_.Hex(); }
 
  private:
-  uint64_t h_ = 1469598103934665603ULL;
+  Fnv1a64 h_;
 };
 
 std::string ListIndexPath(const std::string& cache_path) { return cache_path + ".list"; }

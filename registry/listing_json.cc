@@ -76,22 +76,10 @@ class Checker : public nlohmann::json_sax<json> {
       return Fail("a nested key 'plugins'");
     }
     switch (stack_.back()) {
-      case kSummaryObj: {
-        const int i = IndexOf(k, kSummaryKeys.data(), static_cast<int>(kSummaryKeys.size()));
-        if (i < 0) return Fail("unknown summary field '" + k + "'");
-        if (summary_seen_ & (1u << i)) return Fail("summary field '" + k + "' given twice");
-        summary_seen_ |= 1u << i;
-        summary_key_ = i;
-        return true;
-      }
-      case kOpObj: {
-        const int i = IndexOf(k, kOpKeys.data(), static_cast<int>(kOpKeys.size()));
-        if (i < 0) return Fail("unknown op field '" + k + "'");
-        if (op_seen_ & (1u << i)) return Fail("op field '" + k + "' given twice");
-        op_seen_ |= 1u << i;
-        op_key_ = i;
-        return true;
-      }
+      case kSummaryObj:
+        return Field(k, kSummaryKeys.data(), kSummaryKeys.size(), "summary", summary_seen_, summary_key_);
+      case kOpObj:
+        return Field(k, kOpKeys.data(), kOpKeys.size(), "op", op_seen_, op_key_);
       case kReplyObj:
         if (plugins_seen_) return Fail("'plugins' is not the last field of the reply");
         if (!reply_keys_.insert(k).second) return Fail("reply field '" + k + "' given twice");
@@ -165,6 +153,16 @@ class Checker : public nlohmann::json_sax<json> {
   bool Pop() {
     stack_.pop_back();
     if (stack_.empty()) done_ = true;
+    return true;
+  }
+  // Key `k` of an object with the fields `keys` (a summary or an op): known,
+  // not seen before in this object; `current` becomes its index.
+  bool Field(const std::string& k, const std::string_view* keys, std::size_t n, const char* what, uint32_t& seen, int& current) {
+    const int i = IndexOf(k, keys, static_cast<int>(n));
+    if (i < 0) return Fail(std::string("unknown ") + what + " field '" + k + "'");
+    if (seen & (1u << i)) return Fail(std::string(what) + " field '" + k + "' given twice");
+    seen |= 1u << i;
+    current = i;
     return true;
   }
   bool Fail(std::string why) {

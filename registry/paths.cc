@@ -106,15 +106,13 @@ std::string Parent(const std::string& p) {
   const boost::filesystem::path bp(p);
   return bp.has_parent_path() ? bp.parent_path().string() : ".";
 }
-// FNV-1a 64 (the hash the cache's stamps use), as 16 hex digits.
-std::string Fnv1a64Hex(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+}  // namespace
+
+std::string Fnv1a64::Hex() const {
   char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h_));
   return buf;
 }
-}  // namespace
 
 std::string UserCacheFolder() { return Parent(UserCachePath()); }
 
@@ -136,7 +134,7 @@ ListingCaches ChooseListingCaches(const std::string& cache_option, const std::ve
   const char* env = std::getenv("GE_PLUGIN_REGISTRY_CACHE");
   c.default_is_users = (env && *env) || c.default_cache == UserCachePath();
   // Keyed by the opp path as the cache stores it: one listing cache per opp path.
-  c.own = UserCacheFolder() + "/listing-" + Fnv1a64Hex(PathsJson(entries).dump()) + ".json";
+  c.own = UserCacheFolder() + "/listing-" + Fnv1a64().Add(PathsJson(entries).dump()).Hex() + ".json";
   c.candidates = {c.default_cache};
   if (c.own != c.default_cache) c.candidates.push_back(c.own);
   return c;
@@ -178,6 +176,8 @@ bool EnsureFolder(const std::string& folder, mode_t mode, std::string* why) {
   }
   return true;
 }
+
+bool EnsureUserCacheFolder(std::string* why) { return EnsureFolder(UserCacheFolder(), 0700, why); }
 
 std::optional<std::string> PrivateFolderProblem(const std::string& folder) {
   struct stat st {};

@@ -7,8 +7,10 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +41,22 @@ std::optional<std::string> SocketPathProblem(const std::string& path);
 // relative opp path is never stored.
 std::vector<std::string> OppEntries(const std::string& opp_path_option);
 
+// FNV-1a 64 over the bytes added, in order (the hash of the plugin stamps,
+// share/docs/registry.md): the listing index's checksum and the name of a
+// listing's own cache. Not a cryptographic hash. Not thread-safe per object.
+class Fnv1a64 {
+ public:
+  Fnv1a64& Add(std::string_view bytes) {
+    for (unsigned char c : bytes) h_ = (h_ ^ c) * 1099511628211ULL;
+    return *this;
+  }
+  // The value as 16 lower-case hex digits.
+  std::string Hex() const;
+
+ private:
+  uint64_t h_ = 1469598103934665603ULL;
+};
+
 // ---- which cache (share/docs/registry.md, "Which cache") ------------------------------------
 
 // The cache the daemon reads and writes when --cache is not given:
@@ -68,6 +86,10 @@ ListingCaches ChooseListingCaches(const std::string& cache_option, const std::ve
 // The user's folders (XDG Base Directory): $XDG_CACHE_HOME/ge-plugin, else
 // ~/.cache/ge-plugin; the folder of UserCachePath().
 std::string UserCacheFolder();
+
+// Creates UserCacheFolder() private (0700, EnsureFolder), as the XDG Base
+// Directory specification asks (share/docs/registry.md, "Which cache").
+bool EnsureUserCacheFolder(std::string* why);
 
 // Creates `folder` and its missing parents, each created with `mode` exactly
 // (umask ignored): 0700 for a user's XDG folders, as the XDG Base Directory

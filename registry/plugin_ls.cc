@@ -499,7 +499,6 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
           << checked << " plugin(s) checked\n";
     }
   }
-  (void)err;
   return total_problems == 0 ? 0 : 1;
 }
 
@@ -725,9 +724,8 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     }
     // Where what is scanned goes: never a cache holding another opp path.
     const std::string cpath = caches.WriteTo(used);
-    if (!done && (cpath == caches.own || cpath == UserCachePath())) {
-      // The user's XDG cache folder: created private (0700).
-      if (!EnsureFolder(UserCacheFolder(), 0700, &why)) err << "ge-plugin-ls: warning: " << Printable(why) << "\n";
+    if (!done && (cpath == caches.own || cpath == UserCachePath()) && !EnsureUserCacheFolder(&why)) {
+      err << "ge-plugin-ls: warning: " << Printable(why) << "\n";
     }
     bool progress_shown = false;
     if (err_is_tty) {
@@ -757,15 +755,15 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (!SaveListIndex(done ? used : cpath, entries, ordered, &w) && !w.empty()) {
       Logger("ge-plugin-ls")->info("{}", w);
     }
-    metrics.cache_written_unix = FileMtimeUnix(done ? used : cpath);
+    if (prometheus) metrics.cache_written_unix = FileMtimeUnix(done ? used : cpath);
   }
   const bool filtered = !op.empty() || !status.empty();
   if (filtered) plugins = Filter(plugins, op, status);
   if (prometheus) {
     metrics.source = source;
     metrics.now_unix = static_cast<int64_t>(::time(nullptr));
-    out << PrometheusText(plugins, metrics);
-    return filtered && plugins.empty() ? 1 : 0;
+    out << PrometheusText(plugins, metrics);  // never filtered (refused with --op/--status above)
+    return 0;
   }
   if (json_out) {
     json j = {{"plugins", std::move(plugins)}, {"source", source}, {"version", kVersion}};

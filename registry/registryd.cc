@@ -879,14 +879,9 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
   if (socket_path.empty()) socket_path = DaemonSocketPath();
   if (cache_path.empty()) {
     cache_path = DaemonCachePath();
-    // The user's own cache folder (XDG): created private (0700), as the
-    // specification asks; share/docs/registry.md, "Which cache".
-    if (cache_path == UserCachePath()) {
-      std::string why;
-      if (!EnsureFolder(UserCacheFolder(), 0700, &why)) {
-        // Not fatal: the daemon serves from memory and says why in `status`.
-        Logger("registryd")->warn("{}", why);
-      }
+    // Not fatal: the daemon serves from memory and says why in `status`.
+    if (std::string why; cache_path == UserCachePath() && !EnsureUserCacheFolder(&why)) {
+      Logger("registryd")->warn("{}", why);
     }
   }
   if (auto problem = SocketPathProblem(socket_path); problem && inherited_fd < 0) {

@@ -357,6 +357,39 @@ struct ViewSlot {
   V* view = nullptr;
 };
 
+bool OnlyFrameHolds(PyObject* obj);
+
+// A borrowed reference to the slot's view for this call: the kept object,
+// re-pointed at `value()`, when nothing but the frame holds it (counted in
+// `reused`); else a new object from `make()` (a bp::object holding a V).
+template <typename V, typename Value, typename Make>
+PyObject* PointView(ViewSlot<V>& slot, Value&& value, Make&& make, std::size_t& reused) {
+  if (slot.obj && OnlyFrameHolds(slot.obj.get())) {
+    *slot.view = value();
+    ++reused;
+    return slot.obj.get();
+  }
+  slot.obj.Reset();
+  bp::object obj = make();
+  slot.view = &bp::extract<V&>(obj)();
+  slot.obj = InterpreterRef::Borrow(obj.ptr());
+  return slot.obj.get();
+}
+
+// The end of a call for one slot: a view only the frame holds is expired and
+// kept; any other is the plugin's now (it stays expired, on what it kept) and
+// leaves the frame.
+template <typename V>
+void ReleaseView(ViewSlot<V>& slot) noexcept {
+  if (!slot.obj) return;
+  if (OnlyFrameHolds(slot.obj.get())) {
+    *slot.view = V{nullptr, nullptr, Lease::Expired(), false};
+  } else {
+    slot.obj.Reset();
+    slot.view = nullptr;
+  }
+}
+
 // True when nothing but the frame can reach `obj`: one reference, no weak
 // reference, no instance attribute set by a plugin. Only such a view may be
 // re-pointed at another call's data; any other stays as it is (expired).
@@ -474,29 +507,14 @@ struct ExecuteFrame::State {
     ViewSlot<TensorView>& slot = tensors[i];
     // What MakeTensor would make: keeps the buffer alive; read-only when the
     // engine marked the tensor so (an input the op does not mutate).
-    if (slot.obj && OnlyFrameHolds(slot.obj.get())) {
-      *slot.view = TensorView{t, t->Owner(), lease, t->IsReadOnly()};
-      ++reused;
-      return slot.obj.get();
-    }
-    slot.obj.Reset();
-    bp::object obj = MakeTensor(t, t->Owner(), lease, /*read_only=*/false);
-    slot.view = &bp::extract<TensorView&>(obj)();
-    slot.obj = InterpreterRef::Borrow(obj.ptr());
-    return slot.obj.get();
+    return PointView(
+        slot, [&] { return TensorView{t, t->Owner(), lease, t->IsReadOnly()}; },
+        [&] { return MakeTensor(t, t->Owner(), lease, /*read_only=*/false); }, reused);
   }
 
   PyObject* Ctx(EagerOpExecutionContext* c, const LeasePtr& lease) {
-    if (ctx.obj && OnlyFrameHolds(ctx.obj.get())) {
-      *ctx.view = ExecCtxView{c, nullptr, lease, false};
-      ++reused;
-      return ctx.obj.get();
-    }
-    ctx.obj.Reset();
-    bp::object obj = MakeExecCtx(c, lease);
-    ctx.view = &bp::extract<ExecCtxView&>(obj)();
-    ctx.obj = InterpreterRef::Borrow(obj.ptr());
-    return ctx.obj.get();
+    return PointView(
+        ctx, [&] { return ExecCtxView{c, nullptr, lease, false}; }, [&] { return MakeExecCtx(c, lease); }, reused);
   }
 
   // The end of a call (its lease already expired): drops the objects of this
@@ -504,23 +522,8 @@ struct ExecuteFrame::State {
   // nobody else holds.
   void EndCall() noexcept {
     temps.clear();
-    for (auto& slot : tensors) {
-      if (!slot.obj) continue;
-      if (OnlyFrameHolds(slot.obj.get())) {
-        *slot.view = TensorView{nullptr, nullptr, Lease::Expired(), false};
-      } else {
-        slot.obj.Reset();  // the plugin's now: it stays expired, on the buffer it kept
-        slot.view = nullptr;
-      }
-    }
-    if (ctx.obj) {
-      if (OnlyFrameHolds(ctx.obj.get())) {
-        *ctx.view = ExecCtxView{nullptr, nullptr, Lease::Expired(), false};
-      } else {
-        ctx.obj.Reset();
-        ctx.view = nullptr;
-      }
-    }
+    for (auto& slot : tensors) ReleaseView(slot);
+    ReleaseView(ctx);
   }
 
   // The lease of a new call: the last one when nothing else shares it.
