@@ -68,7 +68,7 @@ class MixedOp final : public EagerExecuteOp, public InferMetaOp {
 
 // A C++ test op whose IR constrains dtypes as a REG_OP prototype does:
 // TypedCpp(x1: T, x2?: T, idx*: int32|int64) -> (y: T) [T: float32|float16]
-// {out: VT_DATA_TYPE = DT_UNDEFINED}. infer_meta gives y the dtype `out`, or
+// {out: VT_DATA_TYPE = undefined}. infer_meta gives y the dtype `out`, or
 // x1's when `out` is DT_UNDEFINED.
 class TypedOp final : public EagerExecuteOp, public InferMetaOp {
  public:
@@ -688,7 +688,7 @@ BOOST_AUTO_TEST_CASE(schema_text_shows_the_constraints) {
   auto reg = Registry().Find("TypedCpp");
   BOOST_REQUIRE(reg);
   BOOST_CHECK_EQUAL(reg->schema->ToString(),
-                    "TypedCpp(x1: T, x2?: T, idx*: int32|int64) -> (y: T) [T: float32|float16] {out: VT_DATA_TYPE = <default>}");
+                    "TypedCpp(x1: T, x2?: T, idx*: int32|int64) -> (y: T) [T: float32|float16] {out: VT_DATA_TYPE = undefined}");
 }
 
 BOOST_AUTO_TEST_CASE(inference_failure_names_node_call_and_reason) {

@@ -524,3 +524,30 @@ BOOST_AUTO_TEST_CASE(eager_context_outputs) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Signatures show an attribute's default as its value, in every kind.
+BOOST_AUTO_TEST_CASE(attr_value_text_of_every_kind) {
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(int64_t{-3})), "-3");
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(0.1f)), "0.1");
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(1.0f)), "1.0");
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(1e20f)), "1e+20");
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(true)), "true");
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(std::string("a\"b\\c\n"))), "\"a\\\"b\\\\c\\u000a\"");
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(DT_FLOAT16)), "float16");
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(DT_UNDEFINED)), "undefined");
+  auto t = std::make_shared<const Tensor>(Tensor::Allocate(TensorDesc(Shape({2, 3}), DT_FLOAT)));
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(TensorAttr(t))), "tensor " + t->Desc().ToString());
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(std::vector<int64_t>{1, 2})), "[1, 2]");
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(std::vector<float>{})), "[]");
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(std::vector<bool>{true, false})), "[true, false]");
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(std::vector<std::string>{"x", ""})), "[\"x\", \"\"]");
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(std::vector<DataType>{DT_INT32})), "[int32]");
+  BOOST_CHECK_EQUAL(AttrValueText(AttrValue(std::vector<std::vector<int64_t>>{{1}, {2, 3}})), "[[1], [2, 3]]");
+
+  OpSchema s;
+  s.op_type = "Scaled";
+  s.inputs = {{"x", IrInputKind::kRequired}};
+  s.outputs = {{"y", IrOutputKind::kRequired}};
+  s.attrs = {{"alpha", AttrType::VT_FLOAT, AttrValue(1.0f)}, {"mode", AttrType::VT_STRING, std::nullopt}};
+  BOOST_CHECK_EQUAL(s.ToString(), "Scaled(x) -> (y) {alpha: VT_FLOAT = 1.0, mode: VT_STRING}");
+}

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <cstdio>
 #include <sstream>
 
 #include "ge/op/status.h"
@@ -51,6 +53,50 @@ std::optional<std::size_t> OpSchema::FindInput(const std::string& name) const {
     if (inputs[i].name == name) return i;
   }
   return std::nullopt;
+}
+
+namespace {
+std::string ScalarText(int64_t v) { return std::to_string(v); }
+std::string ScalarText(bool v) { return v ? "true" : "false"; }
+std::string ScalarText(float v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);  // shortest form that reads back as v
+  std::string out(buf, r.ptr);
+  // 1 -> 1.0, as Python prints a float (nan, inf and 1e+20 stay as they are).
+  if (out.find_first_of(".en") == std::string::npos) out += ".0";
+  return out;
+}
+std::string ScalarText(DataType v) { return IsKnownDataType(v) ? DataTypeName(v) : DataTypeGeName(v); }
+std::string ScalarText(const std::string& v) {
+  std::string out = "\"";
+  for (const unsigned char c : v) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\u%04x", c);
+      out += esc;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + '"';
+}
+std::string ScalarText(const TensorAttr& v) { return v ? "tensor " + v->Desc().ToString() : "tensor (none)"; }
+template <typename T>
+std::string ScalarText(const std::vector<T>& list) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (i) out += ", ";
+    out += ScalarText(static_cast<T>(list[i]));  // vector<bool>'s proxies become bools
+  }
+  return out + ']';
+}
+}  // namespace
+
+std::string AttrValueText(const AttrValue& v) {
+  return std::visit([](const auto& x) { return ScalarText(x); }, v);
 }
 
 bool IrDataTypes::Allows(DataType dt) const noexcept {
@@ -104,7 +150,7 @@ std::string OpSchema::ToString() const {
     os << " {";
     for (std::size_t i = 0; i < attrs.size(); ++i) {
       os << (i ? ", " : "") << attrs[i].name << ": " << AttrTypeName(attrs[i].type)
-         << (attrs[i].default_value ? " = <default>" : "");
+         << (attrs[i].default_value ? " = " + AttrValueText(*attrs[i].default_value) : "");
     }
     os << '}';
   }

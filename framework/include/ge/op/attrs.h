@@ -49,6 +49,13 @@ using AttrValue = std::variant<int64_t, float, bool, std::string, DataType, Tens
 
 inline AttrType TypeOf(const AttrValue& v) noexcept { return static_cast<AttrType>(v.index()); }
 
+// An attribute value as text, for signatures and messages: 3; 0.5 and 1.0
+// (the shortest form that reads back, with Python's ".0"); true; "a\"b"
+// (quoted and escaped as in JSON); float32 (a dtype's numpy name, GE's DT_
+// name where there is none); tensor float32[2, 3]; [1, 2]; [[1], [2, 3]].
+// Owned. Throws only std::bad_alloc.
+std::string AttrValueText(const AttrValue& v);
+
 }  // namespace ge
 
 namespace gert {

@@ -76,7 +76,7 @@ struct OpSchema {
     }
     return mutated;
   }
-  // "AddCustom(x, y?, xs*) -> (z) {alpha: VT_INT = <default>}" for messages
+  // "AddCustom(x, y?, xs*) -> (z) {alpha: VT_INT = 3}" (defaults by AttrValueText) for messages
   // and logs; with dtype constraints "Add(x1: T, x2: T, k: int32|int64) -> (y: T)
   // [T: float32|float16]" (a symbol's set once, in the trailing brackets).
   std::string ToString() const;
