@@ -39,6 +39,7 @@
 #include "ge/log_spdlog.h"
 #include "ge/op/op_registry.h"
 #include "interpreter.h"
+#include "py_ref.h"
 
 namespace fs = std::filesystem;
 using namespace ge;
@@ -353,19 +354,21 @@ BOOST_AUTO_TEST_CASE(subinterpreter_plugin_imports_from_the_main_site_path) {
   }
   auto runtime = ge::host::PythonRuntime::Current();
   BOOST_REQUIRE(runtime);
+  // The main interpreter's sys.path before, restored at the end. A raw
+  // reference: released inside the main interpreter (leaked if a check fails
+  // in between, never released without the GIL).
+  PyObject* saved = nullptr;
   auto main_path = [&](bool add) {  // site.addsitedir(site_dir) in the main interpreter, or undo it
     ge::host::InterpreterGuard guard(*runtime->Main());
-    static PyObject* saved = nullptr;
     PyObject* path = PySys_GetObject("path");  // borrowed
     BOOST_REQUIRE(path != nullptr && PyList_Check(path));
     if (add) {
       saved = PyList_GetSlice(path, 0, PyList_GET_SIZE(path));
-      PyObject* site = PyImport_ImportModule("site");
-      PyObject* r = site != nullptr ? PyObject_CallMethod(site, "addsitedir", "s", site_dir.c_str()) : nullptr;
-      if (r == nullptr) PyErr_Print();
-      BOOST_REQUIRE(r != nullptr);
-      Py_DECREF(r);
-      Py_DECREF(site);
+      const auto site = ge::py::OwnedRef::Steal(PyImport_ImportModule("site"));
+      const auto done = ge::py::OwnedRef::Steal(
+          site ? PyObject_CallMethod(site.get(), "addsitedir", "s", site_dir.c_str()) : nullptr);
+      if (!done) PyErr_Print();
+      BOOST_REQUIRE(done);
     } else {
       BOOST_REQUIRE(PyList_SetSlice(path, 0, PyList_GET_SIZE(path), saved) == 0);
       Py_CLEAR(saved);
