@@ -309,12 +309,16 @@ Status WithContextVars(const std::pair<PyObject*, PyObject*>* first, std::size_t
   OwnedRef tokens[kMaxBindings];
   std::size_t set = 0;
   auto reset = [&]() {
-    PyObject *t, *v, *tb;
-    PyErr_Fetch(&t, &v, &tb);  // keep the callback's error pending
+    // PyContextVar_Reset must not run with an error pending: the callback's
+    // error (if any) is set aside and restored, untouched, afterwards. The
+    // usual case (no error) skips that round trip.
+    PyObject *t = nullptr, *v = nullptr, *tb = nullptr;
+    const bool pending = PyErr_Occurred() != nullptr;
+    if (pending) PyErr_Fetch(&t, &v, &tb);
     for (std::size_t i = set; i-- > 0;) {
       if (PyContextVar_Reset(first[i].first, tokens[i].get()) < 0) PyErr_Clear();
     }
-    PyErr_Restore(t, v, tb);
+    if (pending) PyErr_Restore(t, v, tb);
   };
   for (; set < n; ++set) {
     PyObject* token = PyContextVar_Set(first[set].first, first[set].second);
@@ -383,7 +387,13 @@ template <typename V>
 void ReleaseView(ViewSlot<V>& slot) noexcept {
   if (!slot.obj) return;
   if (OnlyFrameHolds(slot.obj.get())) {
-    *slot.view = V{nullptr, nullptr, Lease::Expired(), false};
+    // Field by field (no temporary View): the buffer's owner is let go and the
+    // view holds the always-expired lease until it is re-pointed.
+    V& view = *slot.view;
+    view.ptr = nullptr;
+    view.keep.reset();
+    view.lease = Lease::Expired();
+    view.read_only = false;
   } else {
     slot.obj.Reset();
     slot.view = nullptr;
@@ -581,7 +591,9 @@ Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContex
     f->Bind(schema);
     const InstanceLayout& layout = ctx->InputLayout();
     const std::size_t n_in = schema.inputs.size(), n_attr = schema.attrs.size();
-    f->stack.assign(1 + n_in + n_attr, nullptr);
+    // Every argument slot is written below on each call, so the vector is
+    // only resized when the schema's size changes (args[-1] stays free).
+    if (f->stack.size() != 1 + n_in + n_attr) f->stack.assign(1 + n_in + n_attr, nullptr);
     PyObject** args = f->stack.data() + 1;  // args[-1] is free (PY_VECTORCALL_ARGUMENTS_OFFSET)
     for (std::size_t k = 0; k < n_in; ++k) {
       const std::size_t start = layout.Start(k), count = layout.Count(k);

@@ -38,6 +38,8 @@
 #include "ge/host/plugin_host.h"
 #include "ge/log_spdlog.h"
 #include "ge/op/op_registry.h"
+#include "interpreter.h"
+#include "py_ref.h"
 
 namespace fs = std::filesystem;
 using namespace ge;
@@ -330,6 +332,56 @@ BOOST_AUTO_TEST_CASE(isolation_util_modules_and_globals) {
   BOOST_CHECK((ExecFloats(l.registry, "HostIsoB", {0}) == std::vector<float>{201, 1, 0}));
   BOOST_CHECK((ExecFloats(l.registry, "HostIsoA", {0}) == std::vector<float>{103, 1, 0}));
   BOOST_CHECK((ExecFloats(l.registry, "HostIsoB", {0}) == std::vector<float>{202, 1, 0}));
+}
+
+// Sub-interpreters do not run `site`: they start with a copy of the main
+// interpreter's sys.path as `site` computed it, so a pure-Python module from a
+// site folder, or from a folder a .pth file there names, imports in a plugin;
+// the builtins `site` adds (exit, help, ...) are the main interpreter's only
+// (share/docs/host-design.md, "Interpreters"; plugin-authors.md, "Isolation").
+BOOST_AUTO_TEST_CASE(subinterpreter_plugin_imports_from_the_main_site_path) {
+  ge_test::TempDir dir;
+  const fs::path site_dir = dir.path / "site", pth_target = dir.path / "pth_target";
+  fs::create_directories(site_dir);
+  fs::create_directories(pth_target);
+  std::ofstream(site_dir / "ge_site_probe_mod.py") << "VALUE = 10.0\n";
+  std::ofstream(pth_target / "ge_pth_probe_mod.py") << "VALUE = 5.0\n";
+  std::ofstream(site_dir / "ge_site_probe.pth") << pth_target.string() << "\n";
+  // Without the main interpreter's path the plugin cannot import them.
+  {
+    Loaded before({Case("site_path")});
+    ExpectLoadFailure(before, "site_probe", Canon(Case("site_path") + "/site_probe.py"), {"ge_pth_probe_mod"});
+  }
+  auto runtime = ge::host::PythonRuntime::Current();
+  BOOST_REQUIRE(runtime);
+  // The main interpreter's sys.path before, restored at the end. A raw
+  // reference: released inside the main interpreter (leaked if a check fails
+  // in between, never released without the GIL).
+  PyObject* saved = nullptr;
+  auto main_path = [&](bool add) {  // site.addsitedir(site_dir) in the main interpreter, or undo it
+    ge::host::InterpreterGuard guard(*runtime->Main());
+    PyObject* path = PySys_GetObject("path");  // borrowed
+    BOOST_REQUIRE(path != nullptr && PyList_Check(path));
+    if (add) {
+      saved = PyList_GetSlice(path, 0, PyList_GET_SIZE(path));
+      const auto site = ge::py::OwnedRef::Steal(PyImport_ImportModule("site"));
+      const auto done = ge::py::OwnedRef::Steal(
+          site ? PyObject_CallMethod(site.get(), "addsitedir", "s", site_dir.c_str()) : nullptr);
+      if (!done) PyErr_Print();
+      BOOST_REQUIRE(done);
+    } else {
+      BOOST_REQUIRE(PyList_SetSlice(path, 0, PyList_GET_SIZE(path), saved) == 0);
+      Py_CLEAR(saved);
+    }
+  };
+  main_path(true);
+  {
+    Loaded l({Case("site_path")});
+    Expect(l.reports, "site_probe", "ok");
+    // [x0 + 10 + 5, hasattr(builtins, "exit"), sys.flags.no_site]
+    BOOST_CHECK((ExecFloats(l.registry, "HostSiteProbe", {1, 0, 0}) == std::vector<float>{16, 0, 1}));
+  }
+  main_path(false);
 }
 
 // ---- teardown -------------------------------------------------------------------------------

@@ -10,15 +10,23 @@
 
 namespace ge {
 
-InstanceLayout::InstanceLayout(std::vector<std::size_t> counts) : counts_(std::move(counts)) {
-  infos_.reserve(counts_.size());
-  for (std::size_t c : counts_) {
-    if (c > std::numeric_limits<uint32_t>::max() || total_ + c > std::numeric_limits<uint32_t>::max()) {
+InstanceLayout::InstanceLayout(std::vector<std::size_t> counts) {
+  auto d = std::make_shared<Data>();
+  d->counts = std::move(counts);
+  d->infos.reserve(d->counts.size());
+  for (std::size_t c : d->counts) {
+    if (c > std::numeric_limits<uint32_t>::max() || d->total + c > std::numeric_limits<uint32_t>::max()) {
       throw std::invalid_argument("a node cannot have more than 2^32-1 input or output instances");
     }
-    infos_.emplace_back(static_cast<uint32_t>(total_), static_cast<uint32_t>(c));
-    total_ += c;
+    d->infos.emplace_back(static_cast<uint32_t>(d->total), static_cast<uint32_t>(c));
+    d->total += c;
   }
+  d_ = std::move(d);
+}
+
+const InstanceLayout::Data& InstanceLayout::Empty() noexcept {
+  static const Data kEmpty;
+  return kEmpty;
 }
 
 }  // namespace ge

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,32 +50,42 @@ namespace ge {
 
 // How the flattened instances of a node's inputs or outputs map onto the IR:
 // instance i of IR entry k is flattened index Start(k) + i.
+//
+// Immutable once built, so copies share one block of data: the layout of a
+// node is built once and every context made for one of its calls copies it
+// without allocating (a copy costs one atomic increment). Thread-safe to copy
+// and read from any thread.
 class InstanceLayout {
  public:
   InstanceLayout() = default;
   // Throws std::invalid_argument when the total does not fit uint32_t.
   explicit InstanceLayout(std::vector<std::size_t> counts);
-  std::size_t IrNum() const noexcept { return counts_.size(); }
+  std::size_t IrNum() const noexcept { return Counts().size(); }
   // Both throw std::out_of_range for ir_index >= IrNum().
-  std::size_t Count(std::size_t ir_index) const { return counts_.at(ir_index); }
-  std::size_t Start(std::size_t ir_index) const { return infos_.at(ir_index).GetInstanceStart(); }
-  std::size_t Total() const noexcept { return total_; }
-  const std::vector<std::size_t>& Counts() const noexcept { return counts_; }
+  std::size_t Count(std::size_t ir_index) const { return Counts().at(ir_index); }
+  std::size_t Start(std::size_t ir_index) const { return Infos().at(ir_index).GetInstanceStart(); }
+  std::size_t Total() const noexcept { return d_ ? d_->total : 0; }
+  const std::vector<std::size_t>& Counts() const noexcept { return d_ ? d_->counts : Empty().counts; }
   // GE's view of IR entry `ir_index`; null when out of range. Valid as long as this layout.
   const gert::AnchorInstanceInfo* Info(std::size_t ir_index) const noexcept {
-    return ir_index < infos_.size() ? &infos_[ir_index] : nullptr;
+    return ir_index < Infos().size() ? &Infos()[ir_index] : nullptr;
   }
   // The flattened index of instance `relative` of IR entry `ir_index`;
   // nullopt when either is out of range.
   std::optional<std::size_t> Flat(std::size_t ir_index, std::size_t relative) const noexcept {
-    if (ir_index >= counts_.size() || relative >= counts_[ir_index]) return std::nullopt;
-    return infos_[ir_index].GetInstanceStart() + relative;
+    if (ir_index >= Counts().size() || relative >= Counts()[ir_index]) return std::nullopt;
+    return Infos()[ir_index].GetInstanceStart() + relative;
   }
 
  private:
-  std::vector<std::size_t> counts_;
-  std::vector<gert::AnchorInstanceInfo> infos_;
-  std::size_t total_ = 0;
+  struct Data {
+    std::vector<std::size_t> counts;
+    std::vector<gert::AnchorInstanceInfo> infos;
+    std::size_t total = 0;
+  };
+  static const Data& Empty() noexcept;  // what a default-constructed layout reads
+  const std::vector<gert::AnchorInstanceInfo>& Infos() const noexcept { return d_ ? d_->infos : Empty().infos; }
+  std::shared_ptr<const Data> d_;  // null: no IR entries
 };
 
 }  // namespace ge
