@@ -161,12 +161,21 @@ bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>
   return WriteFileDurably(ListIndexPath(cache_path), out.str(), why);
 }
 
-std::optional<std::string> FreshListJson(const std::string& cache_path, const std::vector<std::string>& entries,
-                                         bool allow_insecure) {
+void FreshListing::WriteArray(std::ostream& out) const {
+  out.put('[');
+  for (std::size_t i = 0; i < summaries.size(); ++i) {
+    if (i) out.put(',');
+    out.write(text.data() + summaries[i].first, static_cast<std::streamsize>(summaries[i].second));
+  }
+  out.put(']');
+}
+
+std::optional<FreshListing> FreshListJson(const std::string& cache_path, const std::vector<std::string>& entries,
+                                          bool allow_insecure) {
   // The index is a file like the cache: bounded, regular, and each line checked
   // before its summary is passed through (an edited line makes it stale).
-  // Lines are views into the one buffer read; nothing is copied but the output.
-  const std::optional<std::string> content =
+  // Lines are views into the one buffer read; nothing is copied.
+  std::optional<std::string> content =
       ReadBoundedFile(ListIndexPath(cache_path), plugin::kMaxCacheBytes, "registry file", nullptr);
   if (!content) return std::nullopt;
   const std::string_view text(*content);
@@ -189,8 +198,9 @@ std::optional<std::string> FreshListJson(const std::string& cache_path, const st
   dopts.check_safety = !allow_insecure;
   const plugin::Discovery found = plugin::Discover(entries, dopts);
   if (!found.problems.empty()) return std::nullopt;
-  std::string array = "[";
-  array.reserve(text.size());
+  std::vector<std::pair<std::size_t, std::size_t>> summaries;
+  summaries.reserve(found.plugins.size());
+  SummaryChecker checker;
   std::size_t i = 0;
   Fnv1a sum;
   bool sum_ok = false;
@@ -228,13 +238,11 @@ std::optional<std::string> FreshListJson(const std::string& cache_path, const st
     // are allowed: the listing must scan it). Checked in one streaming pass
     // (no JSON tree), then passed through as written.
     const std::string_view summary = line.substr(pos[kTabs - 1] + 1);
-    if (!IsListedSummary(summary, path_text)) return std::nullopt;
-    if (array.size() > 1) array += ',';
-    array += summary;
+    if (!checker.Check(summary, path_text)) return std::nullopt;
+    summaries.emplace_back(static_cast<std::size_t>(summary.data() - text.data()), summary.size());
   }
   if (i != found.plugins.size() || !sum_ok) return std::nullopt;
-  array += ']';
-  return array;
+  return FreshListing{std::move(*content), std::move(summaries)};
 }
 
 }  // namespace ge::registry

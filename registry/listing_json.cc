@@ -2,6 +2,7 @@
 #include "listing_json.h"
 
 #include <array>
+#include <memory>
 #include <cstdint>
 #include <set>
 
@@ -39,6 +40,18 @@ class Checker : public nlohmann::json_sax<json> {
  public:
   enum class Mode { kSummary, kReply };
   Checker(Mode mode, std::string_view path_text) : mode_(mode), path_text_(path_text) {}
+
+  // Ready for the next summary (kSummary mode): as constructed, keeping the
+  // storage already allocated.
+  void Reset(std::string_view path_text) {
+    path_text_ = path_text;
+    stack_.clear();
+    problem_.clear();
+    done_ = false;
+    summary_seen_ = op_seen_ = 0;
+    summary_key_ = op_key_ = 0;
+    summaries_ = 0;
+  }
 
   bool null() override { return Scalar(kNull, nullptr); }
   bool boolean(bool v) override {
@@ -247,6 +260,18 @@ bool Run(Checker& c, std::string_view text, std::string* why) {
 bool IsListedSummary(std::string_view text, std::string_view path_text, std::string* why) {
   Checker c(Checker::Mode::kSummary, path_text);
   return Run(c, text, why);
+}
+
+struct SummaryChecker::Impl {
+  Checker checker{Checker::Mode::kSummary, {}};
+};
+
+SummaryChecker::SummaryChecker() : impl_(std::make_unique<Impl>()) {}
+SummaryChecker::~SummaryChecker() = default;
+
+bool SummaryChecker::Check(std::string_view text, std::string_view path_text, std::string* why) {
+  impl_->checker.Reset(path_text);
+  return Run(impl_->checker, text, why);
 }
 
 std::optional<ListReply> ParseListReply(std::string_view line, std::string* why) {

@@ -384,15 +384,17 @@ class Builder {
   void Child(const std::string& name, const std::string& root, const std::shared_ptr<const FolderHelpers>& helpers,
              int dir_fd = -1) {
     if (name.empty() || name[0] == '_' || name[0] == '.') return;  // helpers, __pycache__, hidden files
-    const std::string full = JoinPath(root, name);
+    std::string full = JoinPath(root, name);
     // One lstat gives the kind of entry and its safety verdict; a link is
     // followed with a stat of its own.
     struct stat lst {};
     if ((dir_fd >= 0 ? ::fstatat(dir_fd, name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) : ::lstat(full.c_str(), &lst)) != 0) {
       return;
     }
-    const fs::path p(full);
     const bool link = S_ISLNK(lst.st_mode);
+    // A Boost.Filesystem path only where one is asked (a link, a folder, a
+    // problem): a regular file, the common case, needs none.
+    const fs::path p = link || !S_ISREG(lst.st_mode) ? fs::path(full) : fs::path();
     boost::system::error_code ec;
     const fs::file_status st = link ? fs::status(p, ec)
                                     : fs::file_status(S_ISREG(lst.st_mode)   ? fs::regular_file
@@ -428,7 +430,7 @@ class Builder {
       return;
     }
     c.real_path = link ? Canonical(p) : full;
-    c.path = full;
+    c.path = std::move(full);
     c.root = root;
     c.escapes = link && !IsUnder(c.real_path, root);
     if (!link && S_ISREG(lst.st_mode)) c.entry_stat = EntryStatOf(lst);
