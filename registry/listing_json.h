@@ -6,7 +6,6 @@
 // parsed into a tree and written again.
 #pragma once
 
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,22 +26,12 @@ namespace ge::registry {
 // Thread-safe; allocates only the strings it compares.
 bool IsListedSummary(std::string_view text, std::string_view path_text, std::string* why = nullptr);
 
-// IsListedSummary for many summaries in a row (a listing index's): the same
-// verdict for each, with one checker reused instead of one set up per summary
-// (measured: 5-8% of the checks' CPU time for 1000 summaries). Not
-// thread-safe: one object per thread. Views are not kept past a call.
-class SummaryChecker {
- public:
-  SummaryChecker();
-  ~SummaryChecker();
-  SummaryChecker(const SummaryChecker&) = delete;
-  SummaryChecker& operator=(const SummaryChecker&) = delete;
-  bool Check(std::string_view text, std::string_view path_text, std::string* why = nullptr);
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
+// True when `text` is a JSON list of summaries (each as IsListedSummary),
+// the k-th naming path_texts[k], as many as there are paths: the `plugins`
+// array of a listing index (share/docs/registry.md, "The listing index"),
+// checked in one streaming pass. `why` (optional) gets the first problem.
+// Thread-safe.
+bool IsListedArray(std::string_view text, const std::vector<std::string>& path_texts, std::string* why = nullptr);
 
 // The daemon's `list` reply, checked: a JSON object with boolean `ok`, a list
 // of strings `opp_path`, boolean `allow_insecure` and, as its last key,
