@@ -95,10 +95,12 @@ bool SaveCache(const std::string& path, const std::vector<std::string>& entries,
 }
 
 namespace {
-// Version 3: stamps with ctime and inodes, paths in the PathText spelling.
-// The last line is "S\t<FNV-1a 64 of every P line>", so an edited, cut or
+// Version 5: per plugin a P line (path in the PathText spelling, stamp with
+// ctime and inodes), then one J line holding the `plugins` array as printed
+// (checked in one pass, written with one write). The last line is
+// "S\t<FNV-1a 64 of every P line and the J line>", so an edited, cut or
 // reordered index is never passed through.
-constexpr char kListHeader[] = "ge-plugin-list 4";
+constexpr char kListHeader[] = "ge-plugin-list 5";
 constexpr int kStampFields = 5;  // mtime_ns, ctime_ns, size, files, inodes
 
 // FNV-1a 64 over lines, each followed by '\n': the index's checksum line.
@@ -140,6 +142,7 @@ bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>
   std::ostringstream out;
   out << kListHeader << "\n" << identity << "\n" << OppLine(entries) << "\n";
   Fnv1a sum;
+  std::string array = "J\t[";
   for (const auto& r : ordered) {
     const std::string path = PathText(r.path);
     if (path.empty() || path.find_first_of("\t\n") != std::string::npos) return false;  // not representable: no index
@@ -152,21 +155,28 @@ bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>
     const plugin::Stamp st = r.stamp.value_or(plugin::Stamp{});
     const std::string pline = "P\t" + path + "\t" + std::to_string(st.mtime_ns) + "\t" + std::to_string(st.ctime_ns) +
                               "\t" + std::to_string(st.size) + "\t" + std::to_string(st.files) + "\t" +
-                              std::to_string(st.inodes) + "\t" +
-                              plugin::ToJson(r, false).dump(-1, ' ', false, json::error_handler_t::replace);
+                              std::to_string(st.inodes);
     sum.Add(pline);
     out << pline << "\n";
+    if (array.size() > 3) array += ',';
+    array += plugin::ToJson(r, false).dump(-1, ' ', false, json::error_handler_t::replace);
   }
-  out << "S\t" << sum.Hex() << "\n";
+  array += ']';
+  sum.Add(array);
+  out << array << "\n" << "S\t" << sum.Hex() << "\n";
   return WriteFileDurably(ListIndexPath(cache_path), out.str(), why);
 }
 
-std::optional<std::string> FreshListJson(const std::string& cache_path, const std::vector<std::string>& entries,
-                                         bool allow_insecure) {
+void FreshListing::WriteArray(std::ostream& out) const {
+  out.write(text.data() + array_offset, static_cast<std::streamsize>(array_size));
+}
+
+std::optional<FreshListing> FreshListJson(const std::string& cache_path, const std::vector<std::string>& entries,
+                                          bool allow_insecure) {
   // The index is a file like the cache: bounded, regular, and each line checked
   // before its summary is passed through (an edited line makes it stale).
-  // Lines are views into the one buffer read; nothing is copied but the output.
-  const std::optional<std::string> content =
+  // Lines are views into the one buffer read; nothing is copied.
+  std::optional<std::string> content =
       ReadBoundedFile(ListIndexPath(cache_path), plugin::kMaxCacheBytes, "registry file", nullptr);
   if (!content) return std::nullopt;
   const std::string_view text(*content);
@@ -189,30 +199,27 @@ std::optional<std::string> FreshListJson(const std::string& cache_path, const st
   dopts.check_safety = !allow_insecure;
   const plugin::Discovery found = plugin::Discover(entries, dopts);
   if (!found.problems.empty()) return std::nullopt;
-  std::string array = "[";
-  array.reserve(text.size());
-  std::size_t i = 0;
+  std::vector<std::string> path_texts;
+  path_texts.reserve(found.plugins.size());
+  std::string_view array;
   Fnv1a sum;
-  bool sum_ok = false;
-  while (getline(line)) {
-    if (line.substr(0, 2) == "S\t") {
-      sum_ok = next == text.size() && line.substr(2) == sum.Hex();
-      break;
-    }
+  while (getline(line) && line.substr(0, 2) == "P\t") {
     sum.Add(line);
-    // P \t path \t mtime_ns \t ctime_ns \t size \t files \t inodes \t summary
-    constexpr int kTabs = 2 + kStampFields;
-    std::size_t pos[kTabs];
+    // P \t path \t mtime_ns \t ctime_ns \t size \t files \t inodes
+    constexpr int kTabs = 1 + kStampFields;
+    std::size_t pos[kTabs + 1];
     std::size_t from = 0;
     for (int k = 0; k < kTabs; ++k) {
       pos[k] = line.find('\t', from);
       if (pos[k] == std::string_view::npos) return std::nullopt;
       from = pos[k] + 1;
     }
-    if (line.substr(0, pos[0]) != "P" || i >= found.plugins.size()) return std::nullopt;
-    const plugin::Candidate& c = found.plugins[i++];
-    const std::string path_text = PathText(c.path);
-    if (line.substr(pos[0] + 1, pos[1] - pos[0] - 1) != path_text) return std::nullopt;
+    pos[kTabs] = line.size();
+    const std::size_t i = path_texts.size();
+    if (i >= found.plugins.size()) return std::nullopt;
+    const plugin::Candidate& c = found.plugins[i];
+    path_texts.push_back(PathText(c.path));
+    if (line.substr(pos[0] + 1, pos[1] - pos[0] - 1) != path_texts.back()) return std::nullopt;
     plugin::Stamp old;
     if (!ParseNumber(line, pos[1] + 1, pos[2], old.mtime_ns) || !ParseNumber(line, pos[2] + 1, pos[3], old.ctime_ns) ||
         !ParseNumber(line, pos[3] + 1, pos[4], old.size) || !ParseNumber(line, pos[4] + 1, pos[5], old.files) ||
@@ -222,19 +229,25 @@ std::optional<std::string> FreshListJson(const std::string& cache_path, const st
     if (!c.insecure.empty()) return std::nullopt;
     // The stamp from discovery's own lstat where it suffices (one stat per plugin, not two).
     if (!plugin::DiscoveredStamp(c).SameMeta(old)) return std::nullopt;
-    // The summary must be what ToJson(r, false) writes for this plugin: an
-    // object whose fields have their types and whose path is the line's (an
-    // "insecure" verdict is stale once the plugin is safe, or insecure plugins
-    // are allowed: the listing must scan it). Checked in one streaming pass
-    // (no JSON tree), then passed through as written.
-    const std::string_view summary = line.substr(pos[kTabs - 1] + 1);
-    if (!IsListedSummary(summary, path_text)) return std::nullopt;
-    if (array.size() > 1) array += ',';
-    array += summary;
   }
-  if (i != found.plugins.size() || !sum_ok) return std::nullopt;
-  array += ']';
-  return array;
+  // Every plugin discovered has its P line; then the J line, then the checksum, last.
+  if (path_texts.size() != found.plugins.size() || line.substr(0, 2) != "J\t") return std::nullopt;
+  array = line.substr(2);
+  sum.Add(line);
+  if (!getline(line) || line.substr(0, 2) != "S\t" || next != text.size() || line.substr(2) != sum.Hex()) {
+    return std::nullopt;
+  }
+  // The summaries must be what ToJson(r, false) writes for these plugins, in
+  // their order: objects whose fields have their types, the k-th naming the
+  // k-th plugin's path (an "insecure" verdict is stale once the plugin is
+  // safe, or insecure plugins are allowed: the listing must scan it). Checked
+  // in one streaming pass (no JSON tree), then passed through as written.
+  if (!IsListedArray(array, path_texts)) return std::nullopt;
+  FreshListing fresh;
+  fresh.array_offset = static_cast<std::size_t>(array.data() - text.data());
+  fresh.array_size = array.size();
+  fresh.text = std::move(*content);
+  return fresh;
 }
 
 }  // namespace ge::registry

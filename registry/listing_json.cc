@@ -37,8 +37,11 @@ bool KnownIsolation(std::string_view s) {
 // is; every value is checked against the key it belongs to.
 class Checker : public nlohmann::json_sax<json> {
  public:
-  enum class Mode { kSummary, kReply };
-  Checker(Mode mode, std::string_view path_text) : mode_(mode), path_text_(path_text) {}
+  enum class Mode { kSummary, kList, kReply };
+  // kSummary: one summary naming `path_text`; kList: a list of summaries,
+  // the k-th naming (*path_texts)[k]; kReply: the daemon's reply.
+  Checker(Mode mode, std::string_view path_text, const std::vector<std::string>* path_texts = nullptr)
+      : mode_(mode), path_text_(path_text), path_texts_(path_texts) {}
 
   bool null() override { return Scalar(kNull, nullptr); }
   bool boolean(bool v) override {
@@ -54,6 +57,7 @@ class Checker : public nlohmann::json_sax<json> {
   bool start_object(std::size_t) override {
     if (stack_.empty()) {
       if (done_) return Fail("more than one value");
+      if (mode_ == Mode::kList) return Fail("an object where a list was expected");
       return Push(mode_ == Mode::kSummary ? kSummaryObj : kReplyObj);
     }
     switch (stack_.back()) {
@@ -110,7 +114,10 @@ class Checker : public nlohmann::json_sax<json> {
     return Pop();
   }
   bool start_array(std::size_t) override {
-    if (stack_.empty()) return Fail("an array where an object was expected");
+    if (stack_.empty()) {
+      if (mode_ != Mode::kList || done_) return Fail("an array where an object was expected");
+      return Push(kPluginsArr);
+    }
     switch (stack_.back()) {
       case kSummaryObj:
         if (summary_key_ == kPrototypes) return Push(kStringsArr);
@@ -136,6 +143,7 @@ class Checker : public nlohmann::json_sax<json> {
   }
 
   bool ok() const { return problem_.empty() && done_; }
+  std::size_t summaries() const { return summaries_; }
   const std::string& problem() const { return problem_; }
   bool reply_ok() const { return reply_ok_; }
   bool allow_insecure() const { return allow_insecure_; }
@@ -203,6 +211,10 @@ class Checker : public nlohmann::json_sax<json> {
         if (summary_key_ == kPath && mode_ == Mode::kSummary && *s != path_text_) {
           return Fail("the summary names another path");
         }
+        if (summary_key_ == kPath && mode_ == Mode::kList &&
+            (summaries_ >= path_texts_->size() || *s != (*path_texts_)[summaries_])) {
+          return Fail("summary " + std::to_string(summaries_) + " names another path");
+        }
         if (summary_key_ == kKind && *s != "python" && *s != "op_library") return Fail("unknown kind '" + *s + "'");
         if (summary_key_ == kIsolation && !KnownIsolation(*s)) return Fail("unknown isolation '" + *s + "'");
         if (summary_key_ == kStatus) {
@@ -210,7 +222,7 @@ class Checker : public nlohmann::json_sax<json> {
           if (!st) return Fail("unknown status '" + *s + "'");
           // The index never passes an "insecure" verdict through: it is stale
           // once the plugin is safe or insecure plugins are allowed.
-          if (*st == plugin::PluginStatus::kInsecure && mode_ == Mode::kSummary) return Fail("status insecure");
+          if (*st == plugin::PluginStatus::kInsecure && mode_ != Mode::kReply) return Fail("status insecure");
         }
         return true;
       }
@@ -221,6 +233,7 @@ class Checker : public nlohmann::json_sax<json> {
 
   Mode mode_;
   std::string_view path_text_;
+  const std::vector<std::string>* path_texts_;
   std::vector<Frame> stack_;
   std::string problem_;
   bool done_ = false;
@@ -247,6 +260,16 @@ bool Run(Checker& c, std::string_view text, std::string* why) {
 bool IsListedSummary(std::string_view text, std::string_view path_text, std::string* why) {
   Checker c(Checker::Mode::kSummary, path_text);
   return Run(c, text, why);
+}
+
+bool IsListedArray(std::string_view text, const std::vector<std::string>& path_texts, std::string* why) {
+  Checker c(Checker::Mode::kList, {}, &path_texts);
+  if (!Run(c, text, why)) return false;
+  if (c.summaries() != path_texts.size()) {
+    if (why) *why = std::to_string(c.summaries()) + " summaries for " + std::to_string(path_texts.size()) + " plugins";
+    return false;
+  }
+  return true;
 }
 
 std::optional<ListReply> ParseListReply(std::string_view line, std::string* why) {

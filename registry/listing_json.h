@@ -26,6 +26,13 @@ namespace ge::registry {
 // Thread-safe; allocates only the strings it compares.
 bool IsListedSummary(std::string_view text, std::string_view path_text, std::string* why = nullptr);
 
+// True when `text` is a JSON list of summaries (each as IsListedSummary),
+// the k-th naming path_texts[k], as many as there are paths: the `plugins`
+// array of a listing index (share/docs/registry.md, "The listing index"),
+// checked in one streaming pass. `why` (optional) gets the first problem.
+// Thread-safe.
+bool IsListedArray(std::string_view text, const std::vector<std::string>& path_texts, std::string* why = nullptr);
+
 // The daemon's `list` reply, checked: a JSON object with boolean `ok`, a list
 // of strings `opp_path`, boolean `allow_insecure` and, as its last key,
 // `plugins`: a list of summaries (each as IsListedSummary, any path, "insecure"

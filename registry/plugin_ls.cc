@@ -684,7 +684,9 @@ int PluginLs(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (!rescan && json_out && op.empty() && status.empty()) {
       for (const auto& c : caches.candidates) {
         if (auto fresh = FreshListJson(c, entries, ropts.allow_insecure)) {
-          out << "{\"plugins\":" << *fresh << ",\"source\":\"cache\",\"version\":\"" << kVersion << "\"}\n";
+          out << "{\"plugins\":";
+          fresh->WriteArray(out);
+          out << ",\"source\":\"cache\",\"version\":\"" << kVersion << "\"}\n";
           return 0;
         }
       }

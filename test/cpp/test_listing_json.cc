@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -110,6 +111,36 @@ BOOST_AUTO_TEST_CASE(a_summary_of_another_shape_is_refused_with_the_reason) {
   bad.replace(bad.find("1.0"), 3, "\xff\xfe");
   BOOST_TEST(!IsListedSummary(bad, p, &why));
   BOOST_TEST(why.find("not valid JSON") == 0, why);
+}
+
+// The listing index's `plugins` array (index version 5): one pass over the
+// list, the k-th summary naming the k-th plugin discovered, as many as there are.
+BOOST_AUTO_TEST_CASE(a_listed_array_passes_for_its_plugins_in_their_order_only) {
+  const json two = {plugin::ToJson(Record("/opp/a.py"), false), plugin::ToJson(Record("/opp/b.py"), false)};
+  const std::vector<std::string> paths{"/opp/a.py", "/opp/b.py"};
+  std::string why;
+  BOOST_TEST(IsListedArray(two.dump(), paths, &why), why);
+  BOOST_TEST(IsListedArray("[]", {}, &why), why);
+  BOOST_TEST(!IsListedArray(two.dump(), {"/opp/b.py", "/opp/a.py"}, &why));  // reordered
+  BOOST_TEST(why == "summary 0 names another path", why);
+  BOOST_TEST(!IsListedArray(two.dump(), {"/opp/a.py"}, &why));  // a plugin more than discovered
+  BOOST_TEST(why == "summary 1 names another path", why);
+  BOOST_TEST(!IsListedArray(two.dump(), {"/opp/a.py", "/opp/b.py", "/opp/c.py"}, &why));  // one missing
+  BOOST_TEST(why == "2 summaries for 3 plugins", why);
+  BOOST_TEST(!IsListedArray(two[0].dump(), {"/opp/a.py"}, &why));  // a summary, not a list
+  BOOST_TEST(why == "an object where a list was expected", why);
+  BOOST_TEST(!IsListedArray(two.dump() + "[]", paths, &why));  // two values
+  BOOST_TEST(why.find("not valid JSON") == 0, why);
+  json insecure = two;
+  insecure[1]["status"] = "insecure";  // never passed through from an index
+  BOOST_TEST(!IsListedArray(insecure.dump(), paths, &why));
+  BOOST_TEST(why == "status insecure", why);
+  json extra = two;
+  extra[1]["injected"] = true;  // each summary has the summary's shape
+  BOOST_TEST(!IsListedArray(extra.dump(), paths, &why));
+  BOOST_TEST(why == "unknown summary field 'injected'", why);
+  BOOST_TEST(!IsListedArray("[1]", {"/opp/a.py"}, &why));
+  BOOST_TEST(why == "unexpected value (level 1)", why);
 }
 
 BOOST_AUTO_TEST_CASE(a_daemon_reply_yields_its_plugins_text_as_sent) {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/filesystem.hpp>
 
@@ -105,6 +106,37 @@ BOOST_AUTO_TEST_CASE(discovery_names_plugins_by_their_own_entry) {
   // The single-file plugin's helpers are its folder's underscore modules.
   BOOST_REQUIRE(Find(d, "d")->helpers != nullptr);
   BOOST_CHECK_EQUAL(Find(d, "d")->helpers->paths.size(), 2u);  // _helper.py, _impl_d.py
+}
+
+// The opp folder is listed by name (readdir, discovery.cc): byte order of the
+// names, the extension from the last dot, helpers from the underscore names.
+BOOST_AUTO_TEST_CASE(discovery_lists_an_opp_folder_in_name_order_by_extension) {
+  TempDir t;
+  for (const char* n : {"p2.py", "p10.py", "p1.py", "Zed.py"}) t.Write(std::string("opp/") + n);
+  t.Write("opp/a.b.py");          // module name "a.b": not importable
+  t.Write("opp/upper.PY");        // not ".py": not a plugin
+  t.Write("opp/noext");           // a file without extension: not a plugin
+  fs::create_directories(t.dir / "opp" / "folder");  // no __init__.py: not a plugin
+  t.Write("opp/pkg.v2/__init__.py");  // a package whose name is no module name
+  t.Write("opp/_h.py");
+  fs::create_directories(t.dir / "opp" / "__pycache__");
+  const Discovery d = Discover({(t.dir / "opp").string()}, Opts());
+  std::vector<std::string> names;
+  for (const auto& c : d.plugins) names.push_back(c.name);
+  const std::vector<std::string> want{"Zed", "p1", "p10", "p2"};
+  BOOST_CHECK_EQUAL_COLLECTIONS(names.begin(), names.end(), want.begin(), want.end());
+  for (const auto& c : d.plugins) {
+    BOOST_CHECK_EQUAL(c.path, (t.dir / "opp" / (c.name + ".py")).string());
+    BOOST_CHECK_EQUAL(c.real_path, c.path);
+    BOOST_REQUIRE(c.helpers != nullptr);
+    BOOST_CHECK_EQUAL(c.helpers->paths.size(), 1u);  // _h.py; never __pycache__
+    BOOST_REQUIRE(c.entry_stat.has_value());        // from the one lstat of the listing
+  }
+  BOOST_REQUIRE(Problem(d, "a.b") != nullptr);
+  BOOST_CHECK(Problem(d, "a.b")->error.message.find("not a valid Python module name") != std::string::npos);
+  BOOST_REQUIRE(Problem(d, "pkg.v2") != nullptr);
+  BOOST_CHECK_EQUAL(Problem(d, "pkg.v2")->path, (t.dir / "opp" / "pkg.v2").string());
+  BOOST_CHECK_EQUAL(d.problems.size(), 2u);  // upper.PY, noext and folder/ are not plugins
 }
 
 BOOST_AUTO_TEST_CASE(discovery_reports_dangling_links_name_conflicts_and_duplicates) {

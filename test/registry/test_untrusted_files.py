@@ -124,51 +124,96 @@ def test_a_cache_over_the_size_cap_is_refused_without_reading_it(opp, tmp_path):
     assert "more than the 67108864 a registry file may be" in p.stderr, p.stderr
 
 
-@pytest.mark.parametrize("edit", ["summary not json", "status wrong type", "path of another", "extra field",
-                                  "stamp not a number", "status edited", "op renamed", "line dropped"])
-def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit):
+def fnv1a64(lines):
+    """The listing index's checksum (registry/cache_write.cc, Fnv1a64 of paths.h): FNV-1a 64 over lines,
+    each with its newline, from the basis registry/paths.h uses."""
+    h = 1469598103934665603
+    for line in lines:
+        for b in (line + "\n").encode("utf-8", "surrogateescape"):
+            h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+# (edit, whether the checksum is made to match again): with a matching
+# checksum each edit must be caught by its own rule (the J line's shape check,
+# the P lines' stamps and count, the header's version); without, by the checksum.
+@pytest.mark.parametrize("edit,resum", [
+    ("summary not json", True), ("status wrong type", True), ("path of another", True), ("extra field", True),
+    ("summaries reordered", True), ("summary dropped", True), ("stamp not a number", True), ("P line dropped", True),
+    ("J line dropped", True), ("version 4 header", True), ("status edited", False), ("op renamed", False)])
+def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit, resum):
     make_plugin(opp, "p1", "UtP1")
     make_plugin(opp, "p2", "UtP2")
     env, cache, _ = first_cache(opp, tmp_path)
     index = cache + ".list"
+    assert json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)["source"] == "cache"
     lines = open(index).read().splitlines()
+    # index version 5: header, C, O, P (path, mtime_ns, ctime_ns, size, files, inodes) per plugin, J, S
+    assert lines[0] == "ge-plugin-list 5" and lines[-1].startswith("S\t") and lines[-2].startswith("J\t")
     i = next(k for k, line in enumerate(lines) if line.startswith("P\t"))
-    # P, path, mtime_ns, ctime_ns, size, files, inodes, summary (index version 4)
-    fields = lines[i].split("\t", 7)
-    summary = json.loads(fields[7])
+    summaries = json.loads(lines[-2][2:])
     if edit == "summary not json":
-        fields[7] = fields[7][:-3] + "]]]"
+        lines[-2] = lines[-2][:-3] + "]]]"
     elif edit == "status wrong type":
-        summary["status"] = 1
-        fields[7] = json.dumps(summary)
+        summaries[0]["status"] = 1
     elif edit == "path of another":
-        summary["path"] = summary["path"].replace("p1", "p2")
-        fields[7] = json.dumps(summary)
+        summaries[0]["path"] = summaries[0]["path"].replace("p1", "p2")
     elif edit == "extra field":
-        summary["injected"] = True
-        fields[7] = json.dumps(summary)
+        summaries[0]["injected"] = True
+    elif edit == "summaries reordered":
+        summaries.reverse()
+    elif edit == "summary dropped":
+        summaries.pop()
     elif edit == "status edited":
-        summary["status"] = "crashed"
-        fields[7] = json.dumps(summary)
+        summaries[0]["status"] = "crashed"
     elif edit == "op renamed":
-        summary["ops"][0]["op_type"] = "Evil"
-        fields[7] = json.dumps(summary)
-    elif edit == "line dropped":
-        fields = None
-    else:
+        summaries[0]["ops"][0]["op_type"] = "Evil"
+    elif edit == "stamp not a number":
+        fields = lines[i].split("\t")
         fields[2] = "12x"
-    if fields is None:
-        del lines[i]
-    else:
         lines[i] = "\t".join(fields)
+    elif edit == "P line dropped":
+        del lines[i]
+    elif edit == "J line dropped":
+        del lines[-2]
+    elif edit == "version 4 header":  # a foreign version, however well-formed the rest: not read
+        lines[0] = "ge-plugin-list 4"
+        summaries[0]["status"] = "crashed"
+    if edit not in ("summary not json", "J line dropped") and lines[-2].startswith("J\t"):
+        lines[-2] = "J\t" + json.dumps(summaries, separators=(",", ":"))
+    if resum:
+        lines[-1] = "S\t" + fnv1a64([line for line in lines if line[:2] in ("P\t", "J\t")])
     open(index, "w").write("\n".join(lines) + "\n")
+    edited = os.stat(index).st_ino
     p = run_ls("--opp-path", str(opp), "--json", env=env)
     assert p.returncode == 0, p.stderr
+    # Not passed through: the listing came from the cache, which wrote a new
+    # index (the fast path never writes one).
+    assert os.stat(index).st_ino != edited
     out = json.loads(p.stdout)  # valid JSON whatever the edit
     assert statuses(out["plugins"]) == {"p1": "ok", "p2": "ok"}
     assert [op["op_type"] for pl in out["plugins"] for op in pl["ops"]] == ["UtP1", "UtP2"]
     assert all(set(pl) == {"name", "path", "kind", "prototypes", "version", "isolation", "status", "error", "ops"}
                for pl in out["plugins"])
+
+
+def test_an_index_whose_checksum_is_made_to_match_is_passed_through(opp, tmp_path):
+    """The counterpart of the edits above: the same rewrite, with nothing
+    edited, keeps the index in use (so each edit above is caught by its rule,
+    not by the rewrite itself)."""
+    make_plugin(opp, "p1", "UtP1")
+    env, cache, _ = first_cache(opp, tmp_path)
+    index = cache + ".list"
+    lines = open(index).read().splitlines()
+    cache_stat = os.stat(cache)
+    lines[-2] = "J\t" + json.dumps(json.loads(lines[-2][2:]), separators=(",", ":"))
+    lines[-1] = "S\t" + fnv1a64([line for line in lines if line[:2] in ("P\t", "J\t")])
+    open(index, "w").write("\n".join(lines) + "\n")
+    rewritten = os.stat(index).st_ino
+    out = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
+    assert out["source"] == "cache" and statuses(out["plugins"]) == {"p1": "ok"}
+    assert os.stat(index).st_ino == rewritten  # read, not replaced: the fast path
+    assert os.stat(cache).st_mtime_ns == cache_stat.st_mtime_ns
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo"])
