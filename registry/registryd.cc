@@ -958,6 +958,8 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
     ropts.scan.timeout_s = timeout_s;
     ropts.scan.jobs = jobs;
     ropts.scan.log_level = log_level;
+    // One zygote for every refresh (registry/scan.h: restarted once if it dies).
+    ropts.scan.zygote = std::make_shared<ScanZygote>();
     Daemon d(io, entries, socket_path, cache_path, ropts, gid, limits);
     d.inherited_fd = inherited_fd;
     if (!metrics_textfile.empty()) d.SetMetricsTextfile(metrics_textfile);

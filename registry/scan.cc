@@ -13,13 +13,13 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <optional>
-#include <set>
 
 #include <boost/filesystem.hpp>
 #include <nlohmann/json.hpp>
 
+#include "ge/host/zygote.h"
+#include "ge/log_spdlog.h"
 #include "ge/text.h"
 
 extern char** environ;
@@ -62,21 +62,34 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The scanner's arguments shared by both ways of starting it.
+std::vector<std::string> ScannerArgs(const ScanOptions& opts) {
+  std::vector<std::string> args;
+  if (!opts.log_level.empty()) args.push_back("--log-level"), args.push_back(opts.log_level);
+  if (opts.allow_insecure) args.push_back("--allow-insecure");
+  for (const auto& lib : opts.prototype_libraries) args.push_back("--prototype-library"), args.push_back(lib);
+  for (const auto& [lib, why] : opts.failed_libraries) {
+    args.push_back("--failed-library"), args.push_back(lib), args.push_back(why);
+  }
+  return args;
+}
+
+// One scanner child: one plugin.
 struct Child {
+  std::size_t index = 0;
   pid_t pid = -1;
+  bool zygote = false;  // forked by the zygote (it reaps it and reports the exit), else our posix_spawn child
   int out = -1;
   std::string buf;
-  std::deque<std::size_t> todo;  // indexes into paths, in the order sent
-  std::set<std::size_t> pending;
-  std::optional<std::size_t> current;
   Clock::time_point deadline;
-  Clock::time_point begun;   // when `current` began loading
-  bool started = false;      // at least one "begin" seen
-  bool handed_off = false;   // its queued plugins went to another child: it ends after `current`
+  bool started = false;                // "begin" seen
+  bool answered = false;               // its record came
+  bool eof = false;                    // its channel closed
+  std::optional<int> status;           // its waitpid status, once known
 };
 
-bool Spawn(const std::vector<std::string>& paths, const std::vector<std::size_t>& which, const ScanOptions& opts,
-           Child& c, std::string* why) {
+// posix_spawn's a ge-plugin-scan for the plugin `path` (on its stdin).
+bool Spawn(const std::string& path, const ScanOptions& opts, Child& c, std::string* why) {
   int in[2], out[2];
   if (::pipe2(in, O_CLOEXEC) != 0) {
     *why = std::strerror(errno);
@@ -102,12 +115,7 @@ bool Spawn(const std::vector<std::string>& paths, const std::vector<std::size_t>
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   const std::string scanner = opts.scanner.empty() ? DefaultScanner() : opts.scanner;
   std::vector<std::string> args{scanner};
-  if (!opts.log_level.empty()) args.push_back("--log-level"), args.push_back(opts.log_level);
-  if (opts.allow_insecure) args.push_back("--allow-insecure");
-  for (const auto& lib : opts.prototype_libraries) args.push_back("--prototype-library"), args.push_back(lib);
-  for (const auto& [lib, why] : opts.failed_libraries) {
-    args.push_back("--failed-library"), args.push_back(lib), args.push_back(why);
-  }
+  for (auto& a : ScannerArgs(opts)) args.push_back(std::move(a));
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -122,25 +130,69 @@ bool Spawn(const std::vector<std::string>& paths, const std::vector<std::size_t>
     ::close(in[1]), ::close(out[0]);
     return false;
   }
-  // The child reads its whole list before it starts Python; each path ends
-  // with a NUL (the one byte no path holds).
-  std::string list;
-  for (auto i : which) list += paths[i] + '\0';
+  // The path ends with a NUL (the one byte no path holds); the pipe holds it.
+  const std::string list = path + '\0';
   std::size_t off = 0;
   while (off < list.size()) {
     const ssize_t n = ::write(in[1], list.data() + off, list.size() - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the child died; its exit is handled below
+    if (n <= 0) break;  // the child died; its exit is handled by the caller
     off += static_cast<std::size_t>(n);
   }
   ::close(in[1]);
-  c = Child();
   c.pid = pid;
   c.out = out[0];
-  c.todo.assign(which.begin(), which.end());
-  c.pending.insert(which.begin(), which.end());
-  c.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.timeout_s + 5.0));
+  c.zygote = false;
   return true;
+}
+
+}  // namespace
+
+struct ScanZygote::State {
+  std::unique_ptr<host::ZygoteClient> client;
+  int starts = 0;         // zygotes started (the first, and one restart)
+  bool spawn = false;     // no zygote any more: posix_spawn each child
+  std::string scanner;    // the scanner it runs
+};
+
+ScanZygote::ScanZygote() = default;
+ScanZygote::~ScanZygote() = default;
+
+int ScanZygote::pid() const {
+  std::lock_guard<std::mutex> lock(mu);
+  return state && state->client && state->client->alive() ? state->client->pid() : -1;
+}
+
+namespace {
+
+constexpr int kZygoteStarts = 2;  // the first and one restart
+
+// The zygote client of `z`, started or restarted when needed; null when the
+// scan is to spawn its children (said once in the log).
+host::ZygoteClient* UsableZygote(ScanZygote::State& z, const ScanOptions& opts) {
+  if (z.spawn) return nullptr;
+  if (z.client && z.client->alive()) return z.client.get();
+  std::string gone;
+  if (z.client) gone = z.client->gone_reason();
+  z.client.reset();  // reaps the one that died
+  if (z.starts >= kZygoteStarts) {
+    Logger("registry")->warn("the scanner's zygote is gone again ({}); spawning one ge-plugin-scan per plugin from now on",
+                             gone);
+    z.spawn = true;
+    return nullptr;
+  }
+  const std::string scanner = opts.scanner.empty() ? DefaultScanner() : opts.scanner;
+  std::string why;
+  ++z.starts;
+  z.client = host::ZygoteClient::Start({scanner, "--zygote"}, -1, &why);
+  if (!z.client) {
+    Logger("registry")->warn("{}; spawning one ge-plugin-scan per plugin instead", why);
+    z.spawn = true;
+    return nullptr;
+  }
+  if (!gone.empty()) Logger("registry")->info("{}; restarted the scanner's zygote (pid {})", gone, z.client->pid());
+  z.scanner = scanner;
+  return z.client.get();
 }
 
 }  // namespace
@@ -150,8 +202,8 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
   std::vector<bool> done(paths.size(), false);
   std::size_t ndone = 0;
   const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.timeout_s));
-  std::map<std::string, std::size_t> index;  // by path (bytes)
-  for (std::size_t i = 0; i < paths.size(); ++i) index.emplace(paths[i], i);
+  const auto start_limit =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.timeout_s + 5.0));
 
   auto finish = [&](std::size_t i, PluginRecord r) {
     if (done[i]) return;
@@ -169,91 +221,183 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
     if (fill) fill(r);
     finish(i, std::move(r));
   };
+  if (paths.empty()) return results;
 
-  // Work queue split into batches; up to `jobs` children at a time.
-  std::deque<std::vector<std::size_t>> batches;
-  {
-    const std::size_t jobs = std::max(1, std::min(opts.jobs, paths.size() < 16 ? 1 : opts.jobs));
-    const std::size_t per = std::max<std::size_t>(1, std::min(opts.batch, (paths.size() + jobs - 1) / jobs));
-    for (std::size_t i = 0; i < paths.size(); i += per) {
-      std::vector<std::size_t> b;
-      for (std::size_t k = i; k < std::min(paths.size(), i + per); ++k) b.push_back(k);
-      batches.push_back(b);
-    }
+  // The zygote: the caller's, else one for this scan.
+  std::shared_ptr<ScanZygote> zygote = opts.zygote ? opts.zygote : std::make_shared<ScanZygote>();
+  std::lock_guard<std::mutex> zlock(zygote->mu);
+  if (!zygote->state) {
+    zygote->state = std::make_unique<ScanZygote::State>();
+    const char* env = std::getenv("GE_PLUGIN_SCAN_ZYGOTE");
+    if (env != nullptr && std::string(env) == "0") zygote->state->spawn = true;
   }
+  ScanZygote::State& zs = *zygote->state;
+  const std::string scanner = opts.scanner.empty() ? DefaultScanner() : opts.scanner;
+  if (zs.client && zs.scanner != scanner) zs.client.reset(), zs.starts = 0;  // another scanner asked for
+  const std::vector<std::string> base_args = ScannerArgs(opts);
+  // The children's stderr (the zygote's own is the caller's).
+  int err_fd = -1;
+  if (opts.quiet_children) err_fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  const int child_err = err_fd >= 0 ? err_fd : STDERR_FILENO;
+
+  std::deque<std::size_t> todo;
+  for (std::size_t i = 0; i < paths.size(); ++i) todo.push_back(i);
   std::vector<Child> children;
-  auto start_next = [&]() {
-    while (!batches.empty() && children.size() < static_cast<std::size_t>(std::max(1, opts.jobs))) {
-      std::vector<std::size_t> b = batches.front();
-      batches.pop_front();
-      b.erase(std::remove_if(b.begin(), b.end(), [&](std::size_t i) { return done[i]; }), b.end());
-      if (b.empty()) continue;
-      Child c;
-      std::string why;
-      if (!Spawn(paths, b, opts, c, &why)) {
-        for (auto i : b) fail(i, PluginStatus::kError, why);
-        continue;
+  const std::size_t jobs = static_cast<std::size_t>(std::max(1, opts.jobs));
+
+  // Forks (or spawns) the scanner child of plugin i.
+  auto launch = [&](std::size_t i) {
+    Child c;
+    c.index = i;
+    std::string why;
+    for (host::ZygoteClient* z; (z = UsableZygote(zs, opts)) != nullptr;) {
+      int out[2];
+      if (::pipe2(out, O_CLOEXEC) != 0) {
+        fail(i, PluginStatus::kError, std::string("cannot make a pipe for the scanner: ") + std::strerror(errno));
+        return;
       }
-      children.push_back(std::move(c));
+      std::vector<std::string> args = base_args;
+      args.push_back("--");
+      args.push_back(paths[i]);
+      host::ZygoteFds fds;
+      fds.channel = out[1];
+      fds.stderr_fd = child_err;
+      const pid_t pid = z->Fork("scan", args, fds, &why);
+      ::close(out[1]);
+      if (pid > 0) {
+        c.pid = pid;
+        c.out = out[0];
+        c.zygote = true;
+        c.deadline = Clock::now() + start_limit;
+        children.push_back(std::move(c));
+        return;
+      }
+      ::close(out[0]);
+      if (z->alive()) {  // refused (threads, fork failed): this process spawns from now on
+        Logger("registry")->warn("the scanner's zygote refused a child ({}); spawning one ge-plugin-scan per plugin "
+                                 "instead", why);
+        zs.spawn = true;
+        break;
+      }
+      // Gone: restarted (once) by the next UsableZygote.
+    }
+    if (!Spawn(paths[i], opts, c, &why)) {
+      fail(i, PluginStatus::kError, why);
+      return;
+    }
+    c.index = i;
+    c.deadline = Clock::now() + start_limit;
+    children.push_back(std::move(c));
+  };
+  auto start_next = [&]() {
+    while (!todo.empty() && children.size() < jobs) {
+      const std::size_t i = todo.front();
+      todo.pop_front();
+      if (!done[i]) launch(i);
     }
   };
-  start_next();
-  const double slow_s = opts.slow_after_s >= 0 ? opts.slow_after_s : std::min(1.0, opts.timeout_s / 4);
-  const auto slow = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(slow_s));
+  // The verdict of a child that ended (or was killed) without a record.
+  auto verdict = [&](const Child& c, bool hung, int status) {
+    const std::size_t i = c.index;
+    const double secs = opts.timeout_s;
+    if (hung) {
+      char t[32];
+      std::snprintf(t, sizeof(t), "%g", secs);
+      fail(i, PluginStatus::kHung,
+           std::string("scanning ") + paths[i] + " did not finish within " + t +
+               " s (killed; rescanned when its files change)",
+           [&](PluginRecord& r) { r.timeout_s = secs; });
+    } else if (!c.started) {
+      // It died before loading anything: not the plugin's fault.
+      const std::string why = WIFSIGNALED(status) ? "killed by " + plugin::SignalName(WTERMSIG(status))
+                                                  : "exit code " + std::to_string(WEXITSTATUS(status));
+      fail(i, PluginStatus::kError, "the scanner failed to start (" + why + ")");
+    } else if (WIFSIGNALED(status)) {
+      const int sig = WTERMSIG(status);
+      fail(i, PluginStatus::kCrashed, "the scanner crashed with " + plugin::SignalName(sig) + " while loading " + paths[i],
+           [&](PluginRecord& r) { r.signal = sig; });
+    } else {
+      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      fail(i, PluginStatus::kExited,
+           "the process exited with code " + std::to_string(code) + " while loading " + paths[i],
+           [&](PluginRecord& r) { r.exit_code = code; });
+    }
+  };
+  // Reaps our own (spawned) child, bounded: it is exiting or was killed.
+  auto reap_spawned = [](pid_t pid) {
+    int status = 0;
+    for (int tries = 0;; ++tries) {
+      const pid_t w = ::waitpid(pid, &status, tries < 200 ? WNOHANG : 0);
+      if (w == pid || (w < 0 && errno != EINTR)) break;
+      if (tries == 200) ::kill(pid, SIGKILL);
+      if (tries < 200) ::usleep(5000);
+    }
+    return status;
+  };
+  auto kill_child = [&](const Child& c) {
+    if (!c.zygote) {
+      ::kill(c.pid, SIGKILL);
+      reap_spawned(c.pid);
+    } else if (zs.client) {
+      zs.client->Kill(c.pid, SIGKILL);  // the zygote reaps it
+    }
+  };
 
+  start_next();
   while (!children.empty()) {
     std::vector<pollfd> fds;
     auto now = Clock::now();
     auto next = now + std::chrono::seconds(60);
     if (opts.tick) next = now + std::chrono::milliseconds(kScanTickMs);
     for (auto& c : children) {
-      fds.push_back({c.out, POLLIN, 0});
+      fds.push_back({c.eof ? -1 : c.out, POLLIN, 0});
       next = std::min(next, c.deadline);
-      // A slow plugin with others queued behind it: wake when they are to be handed off.
-      if (c.current && !c.handed_off && c.pending.size() > 1 && batches.empty() &&
-          children.size() < static_cast<std::size_t>(std::max(1, opts.jobs))) {
-        next = std::min(next, c.begun + slow);
-      }
     }
+    const bool watch_zygote = zs.client && zs.client->alive();
+    if (watch_zygote) fds.push_back({zs.client->fd(), POLLIN, 0});
     const int wait_ms = static_cast<int>(
         std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
     const int n = ::poll(fds.data(), fds.size(), wait_ms);
     if (n < 0 && errno != EINTR) break;
     now = Clock::now();
+    // Exit reports of the zygote's children.
+    bool zygote_gone = false;
+    if (zs.client) {
+      for (const auto& e : zs.client->TakeExits()) {
+        for (auto& c : children) {
+          if (c.zygote && c.pid == e.pid) c.status = e.status;
+        }
+      }
+      zygote_gone = !zs.client->alive();
+    }
     std::vector<std::size_t> ended;
     for (std::size_t k = 0; k < children.size(); ++k) {
       Child& c = children[k];
-      bool eof = false, hung = false;
-      if (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) {
+      if (!c.eof && (fds[k].revents & (POLLIN | POLLHUP | POLLERR))) {
         char buf[65536];
         const ssize_t r = ::read(c.out, buf, sizeof(buf));
         if (r > 0) {
           c.buf.append(buf, static_cast<std::size_t>(r));
         } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
-          eof = true;
+          c.eof = true;
         }
         std::size_t pos;
-        while ((pos = c.buf.find('\n')) != std::string::npos) {
+        while (!c.answered && (pos = c.buf.find('\n')) != std::string::npos) {
           const std::string line = c.buf.substr(0, pos);
           c.buf.erase(0, pos + 1);
           json j = json::parse(line, nullptr, false);
           if (!j.is_object()) continue;
+          const std::size_t i = c.index;
           if (j.contains("begin") && j["begin"].is_string()) {
             const auto begun = ParsePathText(j["begin"].get_ref<const std::string&>());
-            auto it = begun ? index.find(*begun) : index.end();
-            if (it != index.end() && c.pending.count(it->second)) {
-              c.current = it->second;
+            if (begun && *begun == paths[i] && !c.started) {
               c.started = true;
               c.deadline = now + limit;
-              c.begun = now;
             }
-          } else if (c.current) {
+          } else if (c.started) {
             // Only the plugin being scanned can be answered for; a record
             // naming another path, or none, is malformed.
-            const std::size_t i = *c.current;
-            c.pending.erase(i);
-            c.current.reset();
-            c.deadline = now + limit;
+            c.answered = true;
             std::string problem;
             std::optional<PluginRecord> r = plugin::FromJson(j, &problem);
             if (r && r->path != paths[i]) problem = "it names another path", r.reset();
@@ -265,77 +409,45 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
           }
         }
       }
-      if (!eof && now >= c.deadline) hung = true;
-      // Handed off and its last plugin answered: what it would load next is
-      // another child's now.
-      const bool finished = c.handed_off && !c.current && c.pending.empty();
-      if (!eof && !hung && !finished) continue;
-      if (hung || finished) ::kill(c.pid, SIGKILL);
-      int status = 0;
-      // After EOF the child is exiting; bound the wait all the same.
-      for (int tries = 0;; ++tries) {
-        const pid_t w = ::waitpid(c.pid, &status, tries < 200 ? WNOHANG : 0);
-        if (w == c.pid || (w < 0 && errno != EINTR)) break;
-        if (tries == 200) ::kill(c.pid, SIGKILL);
-        if (tries < 200) ::usleep(5000);
+      if (c.answered) {
+        // Its plugin has its record: the child is ending (it _exits); the
+        // zygote reaps its own, ours is reaped here.
+        if (!c.zygote) reap_spawned(c.pid);
+        ended.push_back(k);
+        continue;
       }
-      ::close(c.out);
-      if (c.current) {
-        const std::size_t i = *c.current;
-        c.pending.erase(i);
-        const double secs = opts.timeout_s;
-        if (hung) {
-          char t[32];
-          std::snprintf(t, sizeof(t), "%g", secs);
-          fail(i, PluginStatus::kHung,
-               std::string("scanning ") + paths[i] + " did not finish within " + t +
-                   " s (killed; rescanned when its files change)",
-               [&](PluginRecord& r) { r.timeout_s = secs; });
-        } else if (WIFSIGNALED(status)) {
-          const int sig = WTERMSIG(status);
-          fail(i, PluginStatus::kCrashed,
-               "the scanner crashed with " + plugin::SignalName(sig) + " while loading " + paths[i],
-               [&](PluginRecord& r) { r.signal = sig; });
+      if (now >= c.deadline) {
+        kill_child(c);
+        if (c.started) {
+          verdict(c, /*hung=*/true, 0);
         } else {
-          const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-          fail(i, PluginStatus::kExited,
-               "the process exited with code " + std::to_string(code) + " while loading " + paths[i],
-               [&](PluginRecord& r) { r.exit_code = code; });
+          fail(c.index, PluginStatus::kError, "the scanner failed to start (no answer)");
         }
-      } else if (!c.started && !c.pending.empty()) {
-        // It died before loading anything: not a plugin's fault.
-        std::string why = WIFSIGNALED(status) ? "killed by " + plugin::SignalName(WTERMSIG(status))
-                                              : "exit code " + std::to_string(WEXITSTATUS(status));
-        if (hung) why = "no answer";
-        for (auto i : c.pending) fail(i, PluginStatus::kError, "the scanner failed to start (" + why + ")");
-        c.pending.clear();
+        ended.push_back(k);
+        continue;
       }
-      if (!c.pending.empty()) {
-        std::vector<std::size_t> rest;
-        for (auto i : c.todo) {
-          if (c.pending.count(i)) rest.push_back(i);
-        }
-        batches.push_front(rest);
+      if (!c.eof) continue;
+      // Its channel closed without a record: the exit status decides.
+      if (!c.zygote) {
+        c.status = reap_spawned(c.pid);
+      } else if (!c.status) {
+        if (!zygote_gone) continue;  // the zygote reports it soon
+        // The zygote died (its children with it): scanned again by the next one.
+        todo.push_front(c.index);
+        ended.push_back(k);
+        continue;
       }
+      verdict(c, /*hung=*/false, *c.status);
       ended.push_back(k);
     }
-    for (auto it = ended.rbegin(); it != ended.rend(); ++it) children.erase(children.begin() + static_cast<long>(*it));
-    // A plugin slow to load does not hold up the ones queued behind it: they
-    // go to a new child while there is room for one (up to `jobs`).
-    for (auto& c : children) {
-      if (children.size() + batches.size() >= static_cast<std::size_t>(std::max(1, opts.jobs))) break;
-      if (!c.current || c.handed_off || c.pending.size() < 2 || now < c.begun + slow) continue;
-      std::vector<std::size_t> rest;
-      for (auto i : c.todo) {
-        if (c.pending.count(i) && i != *c.current) rest.push_back(i);
-      }
-      for (auto i : rest) c.pending.erase(i);
-      c.handed_off = true;
-      batches.push_front(rest);
+    for (auto it = ended.rbegin(); it != ended.rend(); ++it) {
+      ::close(children[*it].out);
+      children.erase(children.begin() + static_cast<long>(*it));
     }
     start_next();
     if (opts.tick) opts.tick();
   }
+  if (err_fd >= 0) ::close(err_fd);
   for (std::size_t i = 0; i < paths.size(); ++i) {
     if (!done[i]) fail(i, PluginStatus::kError, "not scanned");
   }
@@ -345,8 +457,11 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
 bool ServesPrototypes(const PluginRecord& r) { return r.op_library && r.status == PluginStatus::kOk; }
 
 std::vector<PluginRecord> ScanOppPath(const std::vector<std::string>& paths, const std::vector<bool>& is_library,
-                                      const std::vector<PluginRecord>& other_libraries, const ScanOptions& opts) {
+                                      const std::vector<PluginRecord>& other_libraries, const ScanOptions& given_opts) {
   std::vector<PluginRecord> out(paths.size());
+  // One zygote for every pass (the caller's, else this scan's).
+  ScanOptions opts = given_opts;
+  if (!opts.zygote) opts.zygote = std::make_shared<ScanZygote>();
   std::vector<std::size_t> libs, pys;
   for (std::size_t i = 0; i < paths.size(); ++i) (is_library[i] ? libs : pys).push_back(i);
   auto scan = [&](const std::vector<std::size_t>& which, const ScanOptions& given) {

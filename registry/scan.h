@@ -1,15 +1,20 @@
 // scan.h: the out-of-process scan, parent side. Plugins are imported by
-// ge-plugin-scan children (scan_child.cc), never in the registry's own
-// process; a child that crashes, hangs or exits marks only the plugin it was
-// loading. Protocol (internal, both ends built together): the parent writes
-// the plugin paths NUL-terminated on the child's stdin (a path may hold any
-// byte but NUL); the child answers on stdout, per plugin, a line
-// {"begin": PATH} before loading it and the plugin's record
+// scanner children, one plugin per child, never in the registry's own
+// process; a child that crashes, hangs or exits marks only its plugin. The
+// children are forked from the scan's zygote (`ge-plugin-scan --zygote`,
+// ge/host/zygote.h: CPython and `ge` initialized once), role "scan" with the
+// plugin's path after "--" in its args and the write end of a pipe as its
+// channel; without a zygote (it cannot start, or died twice) each is a
+// posix_spawn'ed ge-plugin-scan given the path NUL-terminated on its stdin (a
+// path may hold any byte but NUL). Either answers, on the channel or stdout,
+// a line {"begin": PATH} before loading the plugin and its record
 // (ge::plugin::ToJson) after, paths in the PathText spelling (ge/text.h).
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,11 +30,32 @@ inline constexpr double kDefaultScanTimeoutS = 10.0;
 // the scan's clock arithmetic.
 inline constexpr double kMaxScanTimeoutS = 86400.0;
 
+// The zygote the scans of one process fork their scanner children from,
+// started on first use (the scanner's `--zygote`, its stderr given per child)
+// and kept between scans; when it dies it is restarted once, after that (or
+// when it cannot start) the scans spawn each scanner child with posix_spawn
+// (a log line says so). $GE_PLUGIN_SCAN_ZYGOTE=0 spawns from the start.
+// Shared by copies of ScanOptions; one scan at a time uses it (a mutex held
+// for the whole ScanPlugins call).
+class ScanZygote {
+ public:
+  ScanZygote();
+  ~ScanZygote();
+  ScanZygote(const ScanZygote&) = delete;
+  ScanZygote& operator=(const ScanZygote&) = delete;
+  // The running zygote's pid, -1 when none.
+  int pid() const;
+
+  // scan.cc's: the client, its restarts, the fallback. Guarded by mu.
+  struct State;
+  mutable std::mutex mu;
+  std::unique_ptr<State> state;
+};
+
 struct ScanOptions {
   std::string scanner;                      // ge-plugin-scan executable; empty: DefaultScanner()
   double timeout_s = kDefaultScanTimeoutS;  // per plugin
-  int jobs = 2;                             // scanner children in parallel
-  std::size_t batch = 1000;                 // plugins per child (a child unloads each plugin after scanning it)
+  int jobs = 2;                             // scanner children (one plugin each) in parallel
   std::string log_level;                    // passed to the children
   bool quiet_children = false;              // children's stderr to /dev/null
   bool allow_insecure = false;              // passed to the children (--allow-insecure)
@@ -46,16 +72,16 @@ struct ScanOptions {
   std::function<void(std::size_t index, const plugin::PluginRecord& record)> on_record;
   // Called at least every kScanTickMs while a scan runs, on the scanning thread.
   std::function<void()> tick;
-  // A plugin loading longer than this (seconds; default: a quarter of
-  // timeout_s, at most 1 s) no longer holds up the plugins queued behind it
-  // in its scanner: they are handed to a new scanner child, up to `jobs`.
-  double slow_after_s = -1;
+  // The zygote to fork the scanner children from; null: one started for this
+  // scan (ScanOppPath: one for all its passes) and ended with it.
+  std::shared_ptr<ScanZygote> zygote;
 };
 inline constexpr int kScanTickMs = 100;
 
-// Scans `paths` (plugin paths as discovery gives them) out of process;
-// returns one record per path, in the same order. A child that crashes, hangs
-// or exits marks only the plugin being scanned ("crashed" with the signal,
+// Scans `paths` (plugin paths as discovery gives them) out of process, each
+// in a scanner child of its own, up to `jobs` at a time (a slow plugin holds
+// up no other); returns one record per path, in the same order. A child that
+// crashes, hangs or exits marks only its plugin ("crashed" with the signal,
 // "hung", "exited" with the code); a malformed answer is an "error" naming
 // the field. Blocks until every path has a record.
 std::vector<plugin::PluginRecord> ScanPlugins(const std::vector<std::string>& paths, const ScanOptions& opts);

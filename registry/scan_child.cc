@@ -10,10 +10,24 @@
 // a crash, hang or early exit into a verdict for the plugin being scanned.
 // Results go to a private duplicate of stdout; fd 1 is pointed at stderr so
 // that plugin output cannot forge result lines by printing.
+//
+// `ge-plugin-scan --zygote`: the registry's zygote (ge/host/zygote.h) on
+// descriptor 3: CPython and `ge` initialized once, then one forked child per
+// plugin, role "scan" (RunScan below: the same lines on the request's
+// channel). It lives in this binary because the scan role and the Python host
+// are already linked here (one libexec program to find and install); the
+// engine's "worker" role, in ge_host, is one more line in kRoles.
+// After each import the scanner looks for threads the plugin left running:
+// one still using CPU marks the plugin "hung" (error kind "busy_thread";
+// share/docs/registry.md, "Statuses").
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <set>
+#include <thread>
 #include <cstdio>
 #include <fstream>
 #include <cerrno>
@@ -29,6 +43,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ge/host/plugin_host.h"
+#include "ge/host/python_fork.h"
+#include "ge/host/zygote.h"
 #include "ge/log.h"
 #include "ge/op/op_registry.h"
 #include "ge/runtime/types.h"
@@ -122,30 +138,233 @@ void SourceMetadata(const std::string& path, bool is_package, std::string& versi
   }
 }
 
+// The threads of this process (/proc/self/task), by tid.
+std::set<long> Tasks() {
+  std::set<long> out;
+  DIR* d = ::opendir("/proc/self/task");
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') out.insert(std::strtol(e->d_name, nullptr, 10));
+  }
+  ::closedir(d);
+  return out;
+}
+
+// How much of the time a thread wanted a CPU, in ns: schedstat's time on a
+// CPU plus its time waiting on a run queue (a spinning thread wants a CPU all
+// the time, even on a loaded machine where it gets less); without schedstat,
+// utime + stime of its stat (clock ticks). -1 when the thread is gone.
+long long TaskDemandNs(long tid) {
+  const std::string dir = "/proc/self/task/" + std::to_string(tid);
+  {
+    std::ifstream f(dir + "/schedstat");
+    long long run_ns, wait_ns;
+    if (f >> run_ns >> wait_ns) return run_ns + wait_ns;
+  }
+  std::ifstream f(dir + "/stat");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(text.substr(close + 1));
+  std::string field;
+  long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15 (1-based): utime, stime
+    if (i == 14) utime = std::atoll(field.c_str());
+    if (i == 15) stime = std::atoll(field.c_str());
+  }
+  return (utime + stime) * (1000000000LL / std::max(1L, ::sysconf(_SC_CLK_TCK)));
+}
+
+// How long a leftover thread is watched, and the share of it that it must
+// want a CPU to be called busy (an idle thread, blocked on a queue or a
+// sleep, wants ~0).
+constexpr int kBusyWindowMs = 100;
+constexpr double kBusyShare = 0.5;
+
+// A thread that a plugin left running and that keeps using CPU: it starves
+// every interpreter of the process (the GIL) and its neighbours would be
+// blamed for it. "" when there is none among the threads not in `before`.
+std::string BusyThread(const std::set<long>& before, double* window_s) {
+  std::vector<std::pair<long, long long>> watched;
+  for (long tid : Tasks()) {
+    if (!before.count(tid)) watched.emplace_back(tid, TaskDemandNs(tid));
+  }
+  if (watched.empty()) return {};
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(kBusyWindowMs));
+  const double wall_ns =
+      static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  *window_s = wall_ns / 1e9;
+  for (const auto& [tid, cpu0] : watched) {
+    const long long cpu1 = TaskDemandNs(tid);
+    if (cpu0 < 0 || cpu1 < 0) continue;
+    const double used = static_cast<double>(cpu1 - cpu0);
+    if (used >= kBusyShare * wall_ns) {
+      char t[160];
+      std::snprintf(t, sizeof(t), "thread %ld was running or ready to run for %.0f ms of the %.0f ms after the import",
+                    tid, used / 1e6, wall_ns / 1e6);
+      return t;
+    }
+  }
+  return {};
+}
+
+// The scanner's settings (its command line, or a zygote request's args).
+struct ScanConfig {
+  std::string log_level = "error";
+  bool allow_insecure = false;
+  std::vector<std::string> prototype_libraries;  // ScanOptions::prototype_libraries
+  std::vector<std::pair<std::string, std::string>> failed_libraries;  // ScanOptions::failed_libraries
+  std::vector<std::string> paths;  // after "--" (zygote requests); stdin otherwise
+  bool zygote = false;
+};
+
+ScanConfig ParseArgs(const std::vector<std::string>& args) {
+  ScanConfig c;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      c.paths.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+      break;
+    }
+    if (a == "--log-level" && i + 1 < args.size()) c.log_level = args[++i];
+    if (a == "--allow-insecure") c.allow_insecure = true;
+    if (a == "--zygote") c.zygote = true;
+    if (a == "--prototype-library" && i + 1 < args.size()) c.prototype_libraries.push_back(args[++i]);
+    if (a == "--failed-library" && i + 2 < args.size()) {
+      c.failed_libraries.emplace_back(args[i + 1], args[i + 2]);
+      i += 2;
+    }
+  }
+  return c;
+}
+
+// Loads one plugin with a fresh host and registry and returns its record.
+// `unload`: end the plugin before returning (a scanner that loads more plugins after it).
+ge::plugin::PluginRecord ScanOne(const std::string& path, const std::string& absolute_path, const ScanConfig& cfg,
+                                 bool unload) {
+  ge::plugin::PluginRecord r;
+  try {
+    // The engine's built-in ops are there too, so that a plugin redefining
+    // one is a conflict here as in ge-run.
+    auto registry = std::make_unique<ge::OpRegistry>();
+    if (ge::Status st = ge::RegisterBuiltinOps(*registry); !st.ok()) throw std::runtime_error(st.message());
+    ge::host::HostOptions opts;
+    opts.use_env_opp_path = false;
+    opts.allow_insecure = cfg.allow_insecure;
+    opts.prototype_libraries = cfg.prototype_libraries;
+    opts.failed_libraries = cfg.failed_libraries;
+    const std::set<long> before = Tasks();
+    auto host = std::make_unique<ge::host::PluginHost>(opts, *registry);
+    r = host->LoadPlugin(absolute_path);
+    if (!r.op_library) {
+      if (r.isolation.empty()) r.isolation = "subinterpreter";
+      SourceMetadata(r.path, boost::filesystem::is_directory(r.path), r.version, r.description);
+    }
+    for (auto& op : r.ops) {
+      if (auto reg = registry->Find(op.op_type)) op.prototype = SchemaJson(*reg->schema);
+    }
+    double window_s = 0;
+    const std::string busy = BusyThread(before, &window_s);
+    if (!busy.empty()) {
+      ge::plugin::PluginRecord b = ge::plugin::ProblemRecord(r.name, path, ge::plugin::PluginStatus::kHung,
+                                                             "busy_thread",
+                                                             "importing " + path +
+                                                                 " left a thread running that keeps the CPU busy (" +
+                                                                 busy + "); it would starve every other plugin of the process");
+      b.timeout_s = window_s;
+      b.isolation = r.isolation;
+      b.version = r.version;
+      b.description = r.description;
+      r = std::move(b);
+    }
+    // Unloading ends the sub-interpreter (cheap, and memory stays flat) and
+    // makes a main-interpreter plugin forget its modules before the next.
+    if (unload) {
+      host.reset();
+    } else {
+      // The process ends after this plugin (_exit): nothing is torn down, and
+      // the registry's ops (holding Python objects) are never destroyed
+      // without their host.
+      (void)host.release();
+      (void)registry.release();
+    }
+  } catch (const std::exception& e) {
+    r.status = ge::plugin::PluginStatus::kError;
+    r.error.kind = "scan";
+    r.error.message = std::string("scanner: ") + e.what();
+  }
+  r.path = path;  // answered as asked
+  return r;
+}
+
+void Emit(FILE* res, const json& j) {
+  const std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  std::fwrite(s.data(), 1, s.size(), res);
+  std::fflush(res);
+}
+
+// The zygote's "scan" role: loads the plugins after "--" in args (one, as the
+// registry asks) and writes the scanner's lines on `channel_fd`.
+int RunScan(int channel_fd, const std::vector<std::string>& args) {
+  if (channel_fd < 0) {
+    std::fprintf(stderr, "ge-plugin-scan: the scan role needs a channel descriptor\n");
+    return 3;
+  }
+  ::dup2(STDERR_FILENO, STDOUT_FILENO);  // plugin prints cannot reach the results (nor the client's stdout)
+  FILE* res = ::fdopen(channel_fd, "w");
+  if (res == nullptr) return 3;
+  const ScanConfig cfg = ParseArgs(args);
+  if (auto lvl = ge::ParseLogLevel(cfg.log_level)) ge::SetLogLevel(*lvl);
+  for (std::size_t i = 0; i < cfg.paths.size(); ++i) {
+    const std::string& path = cfg.paths[i];
+    Emit(res, {{"begin", ge::PathText(path)}});
+    Emit(res, ge::plugin::ToJson(ScanOne(path, path, cfg, /*unload=*/i + 1 < cfg.paths.size()), /*with_detail=*/true));
+  }
+  std::fflush(stderr);
+  return 0;
+}
+
+// Role name -> entry (ge/host/zygote.h): the children this zygote forks.
+const ge::host::ZygoteRoles& Roles() {
+  static const ge::host::ZygoteRoles kRoles = {
+      {"scan", RunScan},
+  };
+  return kRoles;
+}
+
+// `ge-plugin-scan --zygote`: serves the zygote on descriptor 3.
+int Zygote() {
+  constexpr int kSocket = 3;
+  // Python cannot start in a folder that is gone; every path loaded is absolute.
+  boost::system::error_code cwd_ec;
+  boost::filesystem::current_path(cwd_ec);
+  if (cwd_ec && ::chdir("/") != 0) std::cerr << "ge-plugin-scan: cannot change to /: " << std::strerror(errno) << "\n";
+  ge::host::ZygoteForkHooks hooks;
+  try {
+    hooks = ge::host::PreparePythonForFork();
+  } catch (const std::exception& e) {
+    ge::host::RefuseZygote(kSocket, std::string("ge-plugin-scan --zygote: ") + e.what());
+    ::_exit(1);
+  }
+  const int rc = ge::host::ServeZygote(kSocket, Roles(), hooks);
+  std::fflush(stderr);
+  ::_exit(rc);  // no interpreter tear-down
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  const ScanConfig cfg = ParseArgs(std::vector<std::string>(argv + 1, argv + argc));
+  if (cfg.zygote) return Zygote();
   // Results on a private, high-numbered duplicate of stdout; fd 1 -> stderr.
   int res_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 200);
   if (res_fd < 0) res_fd = ::dup(STDOUT_FILENO);
   ::dup2(STDERR_FILENO, STDOUT_FILENO);
   FILE* res = ::fdopen(res_fd, "w");
   if (res == nullptr) return 3;
-  std::string log_level = "error";
-  bool allow_insecure = false;
-  std::vector<std::string> prototype_libraries;  // ScanOptions::prototype_libraries
-  std::vector<std::pair<std::string, std::string>> failed_libraries;  // ScanOptions::failed_libraries
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--log-level" && i + 1 < argc) log_level = argv[i + 1];
-    if (std::string(argv[i]) == "--allow-insecure") allow_insecure = true;
-    if (std::string(argv[i]) == "--prototype-library" && i + 1 < argc) prototype_libraries.push_back(argv[++i]);
-    if (std::string(argv[i]) == "--failed-library" && i + 2 < argc) {
-      failed_libraries.emplace_back(argv[i + 1], argv[i + 2]);
-      i += 2;
-    }
-  }
-  if (auto lvl = ge::ParseLogLevel(log_level)) ge::SetLogLevel(*lvl);
-
+  if (auto lvl = ge::ParseLogLevel(cfg.log_level)) ge::SetLogLevel(*lvl);
+  const bool allow_insecure = cfg.allow_insecure;
   std::vector<std::string> paths;
   // Each path is loaded as an absolute path fixed before any plugin runs: a
   // plugin calling os.chdir must not change which file the next path names.
@@ -196,46 +415,11 @@ int main(int argc, char** argv) {
     paths.swap(ordered);
   }
 
-  auto emit = [&](const json& j) {
-    const std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    std::fwrite(s.data(), 1, s.size(), res);
-    std::fflush(res);
-  };
-
   // Each plugin gets its own host and registry: conflicts are resolved by the
   // parent, in path order, over every plugin (also across scanner children).
   for (const auto& path : paths) {
-    emit({{"begin", ge::PathText(path)}});
-    ge::plugin::PluginRecord r;
-    try {
-      // The engine's built-in ops are there too, so that a plugin redefining
-      // one is a conflict here as in ge-run.
-      auto registry = std::make_unique<ge::OpRegistry>();
-      if (ge::Status st = ge::RegisterBuiltinOps(*registry); !st.ok()) throw std::runtime_error(st.message());
-      ge::host::HostOptions opts;
-      opts.use_env_opp_path = false;
-      opts.allow_insecure = allow_insecure;
-      opts.prototype_libraries = prototype_libraries;
-      opts.failed_libraries = failed_libraries;
-      auto host = std::make_unique<ge::host::PluginHost>(opts, *registry);
-      r = host->LoadPlugin(absolute(path));
-      if (!r.op_library) {
-        if (r.isolation.empty()) r.isolation = "subinterpreter";
-        SourceMetadata(r.path, boost::filesystem::is_directory(r.path), r.version, r.description);
-      }
-      for (auto& op : r.ops) {
-        if (auto reg = registry->Find(op.op_type)) op.prototype = SchemaJson(*reg->schema);
-      }
-      // Unloading ends the sub-interpreter (cheap, and memory stays flat) and
-      // makes a main-interpreter plugin forget its modules before the next.
-      host.reset();
-    } catch (const std::exception& e) {
-      r.status = ge::plugin::PluginStatus::kError;
-      r.error.kind = "scan";
-      r.error.message = std::string("scanner: ") + e.what();
-    }
-    r.path = path;  // answered as asked
-    emit(ge::plugin::ToJson(r, /*with_detail=*/true));
+    Emit(res, {{"begin", ge::PathText(path)}});
+    Emit(res, ge::plugin::ToJson(ScanOne(path, absolute(path), cfg, /*unload=*/true), /*with_detail=*/true));
   }
   std::fflush(res);
   std::fflush(stderr);

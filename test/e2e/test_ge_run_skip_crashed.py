@@ -83,3 +83,30 @@ def test_skip_crashed_says_when_it_cannot_read_the_cache(ge_run, tmp_path, sourc
     assert res.returncode == 0, res.stderr
     assert "ge-run: warning: --skip-crashed: " in res.stderr and "no plugin is skipped" in res.stderr, res.stderr
     assert str(path) in res.stderr
+
+
+SPIN_AT_IMPORT = ("import threading\n\ndef _spin():\n    while True:\n        pass\n\n"
+                  "threading.Thread(target=_spin, daemon=True).start()\n")
+
+
+def test_skip_crashed_skips_a_plugin_that_left_a_busy_thread_and_runs_its_neighbour(ge_run, ge_run_bin, tmp_path,
+                                                                                     source_dir):
+    """The reported case: a main-interpreter plugin spinning a daemon thread at
+    import is the one the registry marks (hung, busy thread), the next plugin is
+    ok, and ge-run --skip-crashed skips the culprit and runs the other's op."""
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    spin = opp / "a_spin"
+    spin.mkdir()
+    (spin / "pyproject.toml").write_text('[project]\nname = "a_spin"\nversion = "1.0"\n\n'
+                                         '[tool.ge-plugin]\nisolation = "main"\n')
+    (spin / "__init__.py").write_text(SPIN_AT_IMPORT)
+    (opp / "gelu.py").write_text((source_dir / "plugins" / "samples" / "gelu.py").read_text())
+    cache = tmp_path / "cache.json"
+    assert _ls(ge_run_bin, opp, cache) == {"a_spin": "hung", "gelu": "ok"}
+    rec = {r["name"]: r for r in json.loads(cache.read_text())["plugins"]}["a_spin"]
+    assert rec["error_kind"] == "busy_thread"
+    res = ge_run(_graph(tmp_path), "--skip-crashed", "--registry-cache", str(cache), opp_path=(str(opp),))
+    assert res.returncode == 0, res.stderr
+    assert "a_spin" in res.stderr and "skipped" in res.stderr and "keeps the CPU busy" in res.stderr
+    assert res.outputs() == ["a_0.npy"]
