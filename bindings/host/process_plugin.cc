@@ -398,16 +398,102 @@ graphStatus ProcessOpProxy::InferMeta(InferMetaContext* ctx) {
   }
 }
 
+namespace {
+
+Json DescsOf(std::size_t n, const std::function<const Tensor*(std::size_t)>& at) {
+  Json out = Json::array();
+  for (std::size_t i = 0; i < n; ++i) out.push_back(wire::DescToJson(at(i)->Desc()));
+  return out;
+}
+
+}  // namespace
+
 graphStatus ProcessOpProxy::Compile(gert::OpCompileContext* ctx) {
-  return Fail(*ctx, Status::Error("plugin '" + plugin_->config().name + "' (" + plugin_->config().path +
-                                  "): compile of op_type '" + info_.op_type +
-                                  "' is not supported through a process worker yet"));
+  const ProcessPluginConfig& cfg = plugin_->config();
+  if (!HasCapability(info_.capabilities, CustomOpCapability::kCompilable)) {
+    return Fail(*ctx, Status::Error("op_type '" + info_.op_type + "' of plugin '" + cfg.name + "' has no compile"));
+  }
+  try {
+    // The platform crosses as where it was read from (an ini file, or this
+    // machine); it is resolved here before the call, so a platform that fails
+    // to load reaches the worker as its error, raised there only if the op
+    // asks for the platform (as in-process).
+    Json platform;
+    try {
+      platform = Json{{"source", ctx->Platform()->Source()}};
+    } catch (const std::exception& e) {
+      platform = Json{{"error", e.what()}};
+    }
+    auto build = [&](const std::shared_ptr<WorkerLink>&) {
+      return Json{{"type", "compile"},
+                  {"op_type", info_.op_type},
+                  {"node", ctx->GetNodeName()},
+                  {"inputs", DescsOf(ctx->GetInputNum(), [&](std::size_t i) { return ctx->GetInputTensor(i); })},
+                  {"outputs", DescsOf(ctx->GetOutputNum(), [&](std::size_t i) { return ctx->GetOutputTensor(i); })},
+                  {"in", ctx->InputLayout().Counts()},
+                  {"out", ctx->OutputLayout().Counts()},
+                  {"attrs", wire::AttrsToJson(*ctx->GetAttrs())},
+                  {"options", ctx->Options()},
+                  {"platform", platform}};
+    };
+    Json reply;
+    std::shared_ptr<WorkerLink> link;
+    if (Status st = plugin_->Call("compile", info_.op_type, build, reply, &link); !st.ok()) return Fail(*ctx, std::move(st));
+    calls_->fetch_add(1, std::memory_order_relaxed);
+    return Answer(*ctx, reply);
+  } catch (const std::exception& e) {
+    return Fail(*ctx, Status::Error("plugin '" + cfg.name + "' (" + cfg.path + "), compile of op_type '" +
+                                    info_.op_type + "': " + e.what()));
+  }
 }
 
 graphStatus ProcessOpProxy::DeclareLaunchArgs(gert::AnnotatedArgsContext& ctx) {
-  return Fail(ctx, Status::Error("plugin '" + plugin_->config().name + "' (" + plugin_->config().path +
-                                 "): declare_launch_args of op_type '" + info_.op_type +
-                                 "' is not supported through a process worker yet"));
+  const ProcessPluginConfig& cfg = plugin_->config();
+  if (!HasCapability(info_.capabilities, CustomOpCapability::kAnnotatedArgs)) {
+    return Fail(ctx, Status::Error("op_type '" + info_.op_type + "' of plugin '" + cfg.name + "' has no declare_launch_args"));
+  }
+  try {
+    auto build = [&](const std::shared_ptr<WorkerLink>&) {
+      return Json{{"type", "declare_launch_args"},
+                  {"op_type", info_.op_type},
+                  {"node", ctx.GetNodeName()},
+                  {"inputs", DescsOf(ctx.GetInputNum(), [&](std::size_t i) { return ctx.GetInputTensor(i); })},
+                  {"outputs", DescsOf(ctx.GetOutputNum(), [&](std::size_t i) { return ctx.GetOutputTensor(i); })},
+                  {"in", ctx.InputLayout().Counts()},
+                  {"out", ctx.OutputLayout().Counts()},
+                  {"attrs", wire::AttrsToJson(*ctx.GetAttrs())},
+                  {"stream", ctx.GetStreamId()}};
+    };
+    Json reply;
+    std::shared_ptr<WorkerLink> link;
+    if (Status st = plugin_->Call("declare_launch_args", info_.op_type, build, reply, &link); !st.ok()) {
+      return Fail(ctx, std::move(st));
+    }
+    calls_->fetch_add(1, std::memory_order_relaxed);
+    const graphStatus rc = Answer(ctx, reply);
+    if (rc != GRAPH_SUCCESS) return rc;
+    // The worker's task plan, declared again here: its workspaces (sizes; the
+    // engine allocates them) and its launches, checked by the same AddLaunch.
+    for (const auto& size : reply.at("workspaces")) {
+      if (ctx.MallocWorkSpace(size.get<std::size_t>()).addr == nullptr) return GRAPH_FAILED;
+    }
+    for (const auto& l : reply.at("launches")) {
+      KernelLaunch launch;
+      launch.kernel_name = l.at("name").get<std::string>();
+      const auto& bin = l.at("bin").get_binary();
+      launch.kernel_bin = std::make_shared<const std::string>(bin.begin(), bin.end());
+      launch.block_dim = l.at("block_dim").get<uint32_t>();
+      launch.stream_id = l.at("stream").get<int64_t>();
+      for (const auto& a : l.at("args")) {
+        launch.args.push_back(KernelArgSlot{static_cast<KernelArgSlot::Kind>(a.at(0).get<int>()), a.at(1).get<uint64_t>()});
+      }
+      ctx.AddLaunch(std::move(launch));
+    }
+    return GRAPH_SUCCESS;
+  } catch (const std::exception& e) {
+    return Fail(ctx, Status::Error("plugin '" + cfg.name + "' (" + cfg.path + "), declare_launch_args of op_type '" +
+                                   info_.op_type + "': " + e.what()));
+  }
 }
 
 }  // namespace ge::host

@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "ge/host/plugin_host.h"
+#include "ge/op/launch.h"
 #include "ge/op/op_registry.h"
+#include "ge/platform/platform_info.h"
 #include "ge/plugin/record.h"
 #include "shared_arena.h"
 #include "worker_access.h"
@@ -182,6 +184,73 @@ struct Worker {
     return reply;
   }
 
+  // Metadata-only tensors of a compile or declare_launch_args request.
+  static std::vector<TensorDesc> Descs(const Json& j) {
+    std::vector<TensorDesc> out;
+    for (const auto& d : j) out.push_back(wire::DescFromJson(d));
+    return out;
+  }
+
+  Json Compile(const Json& req) {
+    BaseCustomOp* op = Op(req.at("op_type").get<std::string>());
+    auto* comp = CustomOpCast<CompilableOp>(op);
+    if (comp == nullptr) throw std::invalid_argument("op_type has no compile");
+    const RuntimeAttrs attrs = wire::AttrsFromJson(req.at("attrs"));
+    const auto options = req.at("options").get<std::map<std::string, std::string>>();
+    const Json platform = req.at("platform");
+    OpCompileContext::PlatformLoader loader = [platform]() -> std::shared_ptr<const PlatformInfos> {
+      if (platform.contains("error")) throw PlatformError(platform.at("error").get<std::string>());
+      const std::string source = platform.at("source").get<std::string>();
+      PlatformInfos host = PlatformInfos::Host();
+      if (source == host.Source()) return std::make_shared<const PlatformInfos>(std::move(host));
+      return std::make_shared<const PlatformInfos>(PlatformInfos::LoadIni(source));
+    };
+    OpCompileContext ctx(SchemaOf(op), Descs(req.at("inputs")), InstanceLayout(req.at("in").get<std::vector<std::size_t>>()),
+                         Descs(req.at("outputs")), InstanceLayout(req.at("out").get<std::vector<std::size_t>>()), attrs,
+                         options, loader);
+    ctx.SetNodeName(req.at("node").get<std::string>());
+    graphStatus rc = GRAPH_FAILED;
+    try {
+      rc = comp->Compile(&ctx);
+    } catch (const std::exception& e) {
+      ctx.SetError(Status::Error(std::string("C++ exception: ") + e.what()));
+    }
+    return Json{{"rc", rc}, {"status", wire::StatusToJson(ctx.TakeError())}};
+  }
+
+  Json DeclareLaunchArgs(const Json& req) {
+    BaseCustomOp* op = Op(req.at("op_type").get<std::string>());
+    auto* ann = CustomOpCast<AnnotatedArgsOp>(op);
+    if (ann == nullptr) throw std::invalid_argument("op_type has no declare_launch_args");
+    const RuntimeAttrs attrs = wire::AttrsFromJson(req.at("attrs"));
+    AnnotatedArgsContext ctx(SchemaOf(op), Descs(req.at("inputs")), InstanceLayout(req.at("in").get<std::vector<std::size_t>>()),
+                             Descs(req.at("outputs")), InstanceLayout(req.at("out").get<std::vector<std::size_t>>()), attrs,
+                             req.at("stream").get<uint32_t>());
+    ctx.SetNodeName(req.at("node").get<std::string>());
+    graphStatus rc = GRAPH_FAILED;
+    try {
+      rc = ann->DeclareLaunchArgs(ctx);
+    } catch (const std::exception& e) {
+      ctx.SetError(Status::Error(std::string("C++ exception: ") + e.what()));
+    }
+    Json reply{{"rc", rc}, {"status", wire::StatusToJson(ctx.TakeError())}};
+    if (rc != GRAPH_SUCCESS) return reply;
+    const TaskPlan& plan = ctx.Plan();
+    reply["workspaces"] = plan.workspace_sizes;
+    Json launches = Json::array();
+    for (const KernelLaunch& l : plan.launches) {
+      Json args = Json::array();
+      for (const KernelArgSlot& a : l.args) args.push_back({static_cast<int>(a.kind), a.value});
+      launches.push_back({{"name", l.kernel_name},
+                          {"bin", Json::binary(std::vector<uint8_t>(l.kernel_bin->begin(), l.kernel_bin->end()))},
+                          {"block_dim", l.block_dim},
+                          {"stream", l.stream_id},
+                          {"args", std::move(args)}});
+    }
+    reply["launches"] = std::move(launches);
+    return reply;
+  }
+
   Json Handle(const Json& req) {
     if (req.contains("frees")) {
       for (const auto& off : req.at("frees")) held.erase(off.get<uint64_t>());
@@ -189,6 +258,8 @@ struct Worker {
     const std::string type = req.at("type").get<std::string>();
     if (type == "execute") return Execute(req);
     if (type == "infer_meta") return InferMeta(req);
+    if (type == "compile") return Compile(req);
+    if (type == "declare_launch_args") return DeclareLaunchArgs(req);
     if (type == "free") return Json{{"rc", GRAPH_SUCCESS}};
     throw std::invalid_argument("unknown request type '" + type + "'");
   }

@@ -109,3 +109,21 @@ def test_bad_isolation_flags_are_usage_errors(ge_run, write_graph, args, message
     res = ge_run(graph, *args, opp_path=("samples",))
     assert res.returncode == 2, res.stderr
     assert message in res.stderr, res.stderr
+
+
+def test_compile_and_declare_launch_args_run_in_the_worker(ge_run, source_dir):
+    """kernel_block: the axpy kernel's compile (platform, options) and
+    declare_launch_args run in the worker; the engine replays the task plan
+    the worker declared, with the same results as in a sub-interpreter."""
+    graph = source_dir / "share" / "examples" / "kernel_block.json"
+    sub = ge_run(graph, "--json", "--repeat", "2", opp_path=("samples",))
+    proc = ge_run(graph, "--json", "--repeat", "2", "--isolation", "process", opp_path=("samples",))
+    assert sub.returncode == 0, sub.stderr
+    assert proc.returncode == 0, proc.stderr
+    for name in ("out_0.npy", "axpy_0.npy"):
+        np.testing.assert_array_equal(proc.load(name), sub.load(name))
+    nodes = {n["name"]: n for n in proc.json()["nodes"]}
+    assert nodes["axpy"]["mode"] == "task_plan", nodes["axpy"]
+    assert nodes["axpy"]["calls"]["compile"] == 1 and nodes["axpy"]["calls"]["declare_launch_args"] == 1, nodes["axpy"]
+    iso = {p["name"]: p["isolation"] for p in proc.json()["plugins"] if p["name"] in ("axpy_kernel", "gelu")}
+    assert iso == {"axpy_kernel": "process", "gelu": "process"}, iso
