@@ -190,50 +190,49 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
                            const std::function<Json(const std::shared_ptr<WorkerLink>&)>& build, Json& reply,
                            std::shared_ptr<WorkerLink>* link) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!disabled_.empty()) return Failure(method, op_type, disabled_);
-  if (link_ && link_->alive) {
-    // A worker that ended between calls (killed from outside) is replaced
-    // before the call rather than failing it.
-    int st = 0;
-    if (::waitpid(link_->pid, &st, WNOHANG) == link_->pid) {
-      last_failure_ = "its worker process (pid " + std::to_string(link_->pid) + ") " + DescribeWait(st) + " between calls";
-      link_->alive = false;
-      ::close(link_->fd);
-      link_->fd = -1;
+  std::shared_ptr<WorkerLink> cur;
+  // Two attempts: a worker that ended between calls (killed from outside) is
+  // found when the request cannot be sent (its end of the socket is closed);
+  // nothing of the call ran, so a new worker takes it (a restart like any other).
+  for (int attempt = 0;; ++attempt) {
+    if (!disabled_.empty()) return Failure(method, op_type, disabled_);
+    if (!link_ || !link_->alive) {
+      const auto now = Clock::now();
+      while (!restarts_.empty() && now - restarts_.front() > std::chrono::duration<double>(kRestartWindowS)) {
+        restarts_.pop_front();
+      }
+      if (restarts_.size() >= static_cast<std::size_t>(kMaxRestarts)) {
+        disabled_ = "the plugin is disabled: its worker process was restarted " + std::to_string(kMaxRestarts) +
+                    " times within " + Seconds(kRestartWindowS) + " s and failed again (last: " + last_failure_ + ")";
+        return Failure(method, op_type, disabled_);
+      }
+      restarts_.push_back(now);
+      Loaded again;
+      std::string why;
+      if (!StartWorker(&again, &why)) {
+        last_failure_ = why;
+        return Failure(method, op_type, "cannot restart its worker process: " + why);
+      }
+      if (!again.report.ok()) {
+        last_failure_ = "the plugin no longer loads: " + again.report.error.OneLine();
+        Reap(true);
+        return Failure(method, op_type, "a new worker process cannot load the plugin: " + again.report.error.OneLine());
+      }
     }
-  }
-  if (!link_ || !link_->alive) {
-    const auto now = Clock::now();
-    while (!restarts_.empty() && now - restarts_.front() > std::chrono::duration<double>(kRestartWindowS)) {
-      restarts_.pop_front();
+    cur = link_;
+    Json req = build(cur);
+    std::vector<uint64_t> frees = cur->TakeFrees();
+    if (!frees.empty()) req["frees"] = std::move(frees);
+    if (wire::Send(cur->fd, req)) break;
+    const std::string pid = std::to_string(cur->pid);
+    if (attempt == 0) {
+      last_failure_ = "its worker process (pid " + pid + ") " + Reap(false) + " between calls";
+      continue;
     }
-    if (restarts_.size() >= static_cast<std::size_t>(kMaxRestarts)) {
-      disabled_ = "the plugin is disabled: its worker process was restarted " + std::to_string(kMaxRestarts) +
-                  " times within " + Seconds(kRestartWindowS) + " s and failed again (last: " + last_failure_ + ")";
-      return Failure(method, op_type, disabled_);
-    }
-    restarts_.push_back(now);
-    Loaded again;
-    std::string why;
-    if (!StartWorker(&again, &why)) {
-      last_failure_ = why;
-      return Failure(method, op_type, "cannot restart its worker process: " + why);
-    }
-    if (!again.report.ok()) {
-      last_failure_ = "the plugin no longer loads: " + again.report.error.OneLine();
-      Reap(true);
-      return Failure(method, op_type, "a new worker process cannot load the plugin: " + again.report.error.OneLine());
-    }
-  }
-  const std::shared_ptr<WorkerLink> cur = link_;
-  Json req = build(cur);
-  std::vector<uint64_t> frees = cur->TakeFrees();
-  if (!frees.empty()) req["frees"] = std::move(frees);
-  const std::string pid = std::to_string(cur->pid);
-  if (!wire::Send(cur->fd, req)) {
     last_failure_ = "its worker process (pid " + pid + ") " + Reap(false);
     return Failure(method, op_type, last_failure_ + "; a new worker is started for the next call");
   }
+  const std::string pid = std::to_string(cur->pid);
   std::string bad;
   const wire::Received r = wire::Receive(cur->fd, DeadlineAfter(cfg_.call_timeout_s), reply, nullptr, &bad);
   if (r == wire::Received::kOk) {

@@ -45,9 +45,11 @@ bool WriteAll(int fd, const uint8_t* p, std::size_t n, const std::vector<int>& f
   return true;
 }
 
-// Reads exactly n bytes by `deadline`.
-Received ReadAll(int fd, uint8_t* p, std::size_t n, Clock::time_point deadline, std::vector<int>* fds) {
-  while (n > 0) {
+// Reads at least `at_least` and at most `n` bytes by `deadline`; *got says how many.
+Received ReadSome(int fd, uint8_t* p, std::size_t n, std::size_t at_least, Clock::time_point deadline,
+                  std::vector<int>* fds, std::size_t* got) {
+  *got = 0;
+  while (*got < at_least) {
     if (deadline != Clock::time_point::max()) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
       if (left <= 0) return Received::kTimeout;
@@ -57,7 +59,7 @@ Received ReadAll(int fd, uint8_t* p, std::size_t n, Clock::time_point deadline, 
       if (r < 0) return Received::kError;
       if (r == 0) continue;  // re-checks the deadline
     }
-    iovec iov{p, n};
+    iovec iov{p + *got, n - *got};
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
@@ -72,9 +74,9 @@ Received ReadAll(int fd, uint8_t* p, std::size_t n, Clock::time_point deadline, 
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
       if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
       const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      std::vector<int> got(count);
-      std::memcpy(got.data(), CMSG_DATA(c), count * sizeof(int));
-      for (int f : got) {
+      std::vector<int> passed(count);
+      std::memcpy(passed.data(), CMSG_DATA(c), count * sizeof(int));
+      for (int f : passed) {
         if (fds != nullptr) {
           fds->push_back(f);
         } else {
@@ -83,10 +85,15 @@ Received ReadAll(int fd, uint8_t* p, std::size_t n, Clock::time_point deadline, 
       }
     }
     if (r == 0) return Received::kClosed;
-    p += r;
-    n -= static_cast<std::size_t>(r);
+    *got += static_cast<std::size_t>(r);
   }
   return Received::kOk;
+}
+
+// Reads exactly n bytes by `deadline`.
+Received ReadAll(int fd, uint8_t* p, std::size_t n, Clock::time_point deadline, std::vector<int>* fds) {
+  std::size_t got = 0;
+  return ReadSome(fd, p, n, n, deadline, fds, &got);
 }
 
 std::vector<int64_t> DimsOf(const Shape& s) { return s.Dims(); }
@@ -105,17 +112,31 @@ bool Send(int fd, const Json& message, const std::vector<int>& fds) {
 }
 
 Received Receive(int fd, Clock::time_point deadline, Json& message, std::vector<int>* fds, std::string* why) {
-  uint32_t n = 0;
-  Received r = ReadAll(fd, reinterpret_cast<uint8_t*>(&n), sizeof(n), deadline, fds);
+  // One read takes the length and, for the usual small frame, the whole body:
+  // the two sides strictly alternate (one frame answers one frame), so a read
+  // never takes bytes of a later frame; any surplus is a protocol error.
+  constexpr std::size_t kFirst = 4096;
+  std::vector<uint8_t> buf(kFirst);
+  std::size_t got = 0;
+  Received r = ReadSome(fd, buf.data(), kFirst, sizeof(uint32_t), deadline, fds, &got);
   if (r != Received::kOk) return r;
+  uint32_t n = 0;
+  std::memcpy(&n, buf.data(), sizeof(n));
   if (n >= kMaxFrame) {
-    if (why) *why = "frame of " + std::to_string(n) + " bytes, supported below 2 GiB";
+    if (why) *why = "a frame of " + std::to_string(n) + " bytes (supported: below 2 GiB)";
     return Received::kError;
   }
-  std::vector<uint8_t> body(n);
-  r = ReadAll(fd, body.data(), n, deadline, fds);
-  if (r != Received::kOk) return r;
-  message = Json::from_msgpack(body, /*strict=*/true, /*allow_exceptions=*/false);
+  const std::size_t total = sizeof(uint32_t) + n;
+  if (got > total) {
+    if (why) *why = std::to_string(got - total) + " bytes after a frame";
+    return Received::kError;
+  }
+  buf.resize(total);
+  if (got < total) {
+    r = ReadAll(fd, buf.data() + got, total - got, deadline, fds);
+    if (r != Received::kOk) return r;
+  }
+  message = Json::from_msgpack(buf.begin() + sizeof(uint32_t), buf.end(), /*strict=*/true, /*allow_exceptions=*/false);
   if (message.is_discarded()) {
     if (why) *why = "a frame that is not MessagePack";
     return Received::kError;

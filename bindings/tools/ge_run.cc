@@ -34,7 +34,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ge-run GRAPH.json [--opp-path P1:P2] [--output-dir DIR] [--repeat N] [--soc NAME] [--option KEY=VALUE]... "
-    "[--json] [--skip-crashed] [--registry-cache F] [--allow-insecure] [--log-level L]";
+    "[--json] [--skip-crashed] [--registry-cache F] [--allow-insecure] [--isolation I] [--call-timeout S] "
+    "[--log-level L]";
 
 // --help: the usage line, what ge-run does, then (after the options) the exit
 // status, environment and files. help2man turns it into ge-run(1)
@@ -60,6 +61,8 @@ constexpr const char* kHelpTail =
     "  GE_PLATFORM_DIR         folder of the SOC.ini platform files for --soc (default: the installation's\n"
     "                          share/ge-plugin/platform)\n"
     "  GE_PLUGIN_PYTHON_DIR    folder holding the ge Python package (default: found beside the libraries)\n"
+    "  GE_PLUGIN_WORKER        the worker executable of process-isolated plugins (default: the installation's\n"
+    "                          libexec/ge-plugin/ge-plugin-worker)\n"
     "  GE_PLUGIN_REGISTRY_CACHE  the registry cache --skip-crashed reads (when --registry-cache is not given)\n"
     "\n"
     "Files:\n"

@@ -4,13 +4,18 @@
 // sub-interpreter and in a worker process; the ratio (goal: at most 5x); and
 // the memory of the worker process (goal: RSS at most 20 MiB per
 // process-isolated plugin), with its PSS (shared pages divided among their
-// users). Figures, not pass/fail. Usage: ge-bench-process [--rounds N] [--calls N]
+// users). For scale, the floor of any design that wakes another process per
+// call: an 8-byte round trip over a unix socketpair to a child doing nothing
+// else (forked before anything else starts). Figures, not pass/fail.
+// Usage: ge-bench-process [--rounds N] [--calls N]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <dirent.h>
 #include <fstream>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -89,6 +94,38 @@ std::vector<int> Workers() {
   return out;
 }
 
+// Median nanoseconds of one 8-byte round trip to an echoing child process.
+double SocketRoundTripNs(int rounds, int calls) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return -1;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(sv[0]);
+    char b[8];
+    while (::read(sv[1], b, sizeof(b)) == static_cast<ssize_t>(sizeof(b))) {
+      if (::write(sv[1], b, sizeof(b)) != static_cast<ssize_t>(sizeof(b))) break;
+    }
+    ::_exit(0);
+  }
+  ::close(sv[1]);
+  char b[8] = {};
+  std::vector<double> per;
+  for (int r = 0; r < rounds; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) {
+      if (::write(sv[0], b, sizeof(b)) != static_cast<ssize_t>(sizeof(b)) ||
+          ::read(sv[0], b, sizeof(b)) != static_cast<ssize_t>(sizeof(b))) {
+        break;
+      }
+    }
+    per.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / calls);
+  }
+  ::close(sv[0]);
+  ::waitpid(child, nullptr, 0);
+  std::sort(per.begin(), per.end());
+  return per[per.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -102,6 +139,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // Before any thread exists (the fork is this benchmark's, never the host's).
+  const double ns_socket = SocketRoundTripNs(rounds, calls);
   try {
     Loaded sub("subinterpreter");
     Loaded proc("process");
@@ -112,6 +151,9 @@ int main(int argc, char** argv) {
     std::printf("eager no-op execute, sub-interpreter: %10.0f ns/call\n", ns_sub);
     std::printf("eager no-op execute, process worker:  %10.0f ns/call\n", ns_proc);
     std::printf("ratio process / sub-interpreter:      %10.2fx (goal: at most 5x)\n", ns_proc / ns_sub);
+    std::printf("socketpair round trip to a child:     %10.0f ns (%.2fx the sub-interpreter call: the floor of one\n"
+                "                                      wake-up per call; the worker call is %.2fx it)\n",
+                ns_socket, ns_socket / ns_sub, ns_proc / ns_socket);
     for (int pid : Workers()) {
       const std::string p = "/proc/" + std::to_string(pid);
       std::printf("worker pid %d: RSS %.1f MiB (goal: at most 20 MiB), PSS %.1f MiB\n", pid,

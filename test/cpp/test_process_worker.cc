@@ -282,3 +282,22 @@ BOOST_AUTO_TEST_CASE(a_worker_that_cannot_start_is_a_load_error_naming_the_worke
   BOOST_CHECK_MESSAGE(Contains(reports[0].error.message, "GE_PLUGIN_WORKER"), reports[0].error.message);
   BOOST_CHECK(!reg.Find("ProcFault"));
 }
+
+BOOST_AUTO_TEST_CASE(an_import_error_in_the_worker_is_reported_as_in_process) {
+  ge_test::TempDir tmp;
+  const auto pkg = tmp.path / "proc_broken";
+  fs::create_directories(pkg);
+  std::ofstream(pkg / "__init__.py") << "x = 1\nimport ge_no_such_module_xyz\n";
+  std::ofstream(pkg / "pyproject.toml") << "[tool.ge-plugin]\nisolation = \"process\"\n";
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  const PluginReport r = host.LoadPlugin(pkg.string());
+  BOOST_CHECK_EQUAL(ge::plugin::StatusName(r.status), "error");
+  BOOST_CHECK_EQUAL(r.isolation, "process");
+  BOOST_CHECK_EQUAL(r.error.kind, "import");
+  BOOST_CHECK_EQUAL(r.error.exception, "ModuleNotFoundError");
+  BOOST_CHECK_MESSAGE(Contains(r.error.message, "ge_no_such_module_xyz"), r.error.message);
+  BOOST_CHECK_MESSAGE(Contains(r.error.file, "__init__.py") && r.error.line == 2, r.error.file << ":" << r.error.line);
+  BOOST_CHECK(!r.error.traceback.empty());
+  BOOST_CHECK(reg.ListOpTypes().empty());
+}

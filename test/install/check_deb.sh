@@ -49,7 +49,7 @@ echo "ok: control data (Depends: $depends)"
 triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 listing=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for f in ./usr/bin/ge-run ./usr/bin/ge-plugin-ls ./usr/bin/ge-plugin-registryd \
-         ./usr/libexec/ge-plugin/ge-plugin-scan \
+         ./usr/libexec/ge-plugin/ge-plugin-scan ./usr/libexec/ge-plugin/ge-plugin-worker \
          "./usr/lib/$triplet/libge_plugin_framework.so.$version" "./usr/lib/$triplet/libge_plugin_host.so.$version" \
          ./usr/lib/python3/dist-packages/ge/__init__.py \
          ./usr/lib/systemd/system/ge-plugin-registryd.service ./usr/lib/systemd/system/ge-plugin-registryd.socket \
