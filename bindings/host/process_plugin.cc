@@ -105,11 +105,11 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
   std::string bad;
   wire::Received r = wire::Received::kClosed;
   if (wire::Send(link->fd, init, {engine->mapping()->fd(), link->arena->fd()})) {
-    r = wire::Receive(link->fd, DeadlineAfter(cfg_.call_timeout_s), msg, nullptr, &bad);
+    r = wire::Receive(link->fd, DeadlineAfter(LoadTimeout()), msg, nullptr, &bad);
   }
   if (r == wire::Received::kTimeout) {
     *why = "loading in its worker process (pid " + std::to_string(link->pid) + ") did not finish within " +
-           Seconds(cfg_.call_timeout_s) + " s; the worker was killed";
+           Seconds(LoadTimeout()) + " s; the worker was killed";
     Reap(/*kill_now=*/true);
     return nullptr;
   }

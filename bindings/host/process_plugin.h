@@ -14,6 +14,7 @@
 // one call at a time); no Python and no interpreter lock in this process.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -33,6 +34,9 @@
 namespace ge::host {
 
 inline constexpr int kMaxRestarts = 3;
+// Seconds a new worker gets to load its plugin (an import of numpy on a busy
+// machine takes seconds), or the call timeout when that is longer.
+inline constexpr double kMinLoadTimeoutS = 60.0;
 inline constexpr double kRestartWindowS = 60.0;
 
 struct ProcessPluginConfig {
@@ -102,6 +106,7 @@ class ProcessPlugin {
   // "died of signal 11 (Segmentation fault)" / "exited with code 3", reaping the worker.
   std::string Reap(bool kill_now);
   Status Failure(const char* method, const std::string& op_type, const std::string& what) const;
+  double LoadTimeout() const noexcept { return std::max(cfg_.call_timeout_s, kMinLoadTimeoutS); }
 
   ProcessPluginConfig cfg_;
   std::mutex mu_;

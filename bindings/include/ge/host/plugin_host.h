@@ -60,9 +60,9 @@ struct HostOptions {
   // "Process isolation"). Others throw std::invalid_argument from the
   // constructor.
   std::string default_isolation = "subinterpreter";
-  // Seconds one call of a process-isolated plugin's op (and its load in a new
-  // worker) may take; past it the worker is killed and the call fails
-  // (restarted for the next one). Must be positive, else the constructor
+  // Seconds one call of a process-isolated plugin's op may take; past it the
+  // worker is killed and the call fails (restarted for the next one). Loading
+  // the plugin in a new worker may take this or 60 s, whichever is longer. Must be positive, else the constructor
   // throws std::invalid_argument. Calls of in-process plugins (isolation
   // "subinterpreter" or "main") cannot be interrupted: no deadline applies.
   double call_timeout_s = 60.0;
