@@ -83,6 +83,7 @@ test: build
 bench: build
 	GE_PLUGIN_PYTHON_DIR=$(BUILD)/python $(PYTHON) test/bench/bench_dispatch_ratios.py --bin $(BUILD)/bin --python $(PYTHON)
 	$(BUILD)/bin/ge-bench-launch --benchmark_min_time=0.2
+	GE_PLUGIN_PYTHON_DIR=$(BUILD)/python $(BUILD)/bin/ge-bench-process
 	GE_PLUGIN_PYTHON_DIR=$(BUILD)/python $(PYTHON) test/bench/bench_registry.py --bin $(BUILD)/bin
 
 sanitize: deps

@@ -22,8 +22,10 @@
 #include "ge/plugin/op_library.h"
 #include "ge/text.h"
 #include "interpreter.h"
+#include "process_plugin.h"
 #include "py_ref.h"
 #include "views.h"
+#include "worker_access.h"
 
 #ifndef GE_LIB_TO_PYTHON
 #define GE_LIB_TO_PYTHON "ge-plugin/python"
@@ -270,7 +272,8 @@ struct PluginHost::Impl {
   std::vector<PluginReport> reports;
   std::set<std::string> loaded_paths;                      // plugin paths tried (ok or not)
   std::set<std::pair<std::string, std::string>> problems_reported;  // (path, error) of discovery problems
-  std::vector<std::shared_ptr<PythonOpAdapter>> adapters;  // strong refs: released outside any lock
+  // Python adapters and process proxies: strong refs, released outside any lock.
+  std::vector<std::shared_ptr<CapabilityReportingOp>> adapters;
   std::vector<std::string> sources;                        // registered plugin and op library paths
   std::set<std::string> library_sources;                   // paths of the op libraries loaded (ok)
   // The C++ prototypes (REG_OP) of the op libraries loaded so far, by op_type:
@@ -296,13 +299,22 @@ struct PluginHost::Impl {
   // The current directory when the host was made: relative opp paths are
   // resolved against it, so a plugin calling os.chdir changes nothing.
   std::string base_dir;
+  // This host runs inside a plugin worker (process_worker.h): isolation
+  // "process" loads in this process's main interpreter.
+  bool in_worker = false;
 
   Impl(HostOptions o, OpRegistry& r) : opts(std::move(o)), registry(r) {
     boost::system::error_code cec;
     base_dir = fs::current_path(cec).string();
-    if (opts.default_isolation != "subinterpreter" && opts.default_isolation != "main") {
-      throw std::invalid_argument("HostOptions::default_isolation must be \"subinterpreter\" or \"main\", got \"" +
-                                  opts.default_isolation + "\"");
+    if (opts.default_isolation != "subinterpreter" && opts.default_isolation != "main" &&
+        opts.default_isolation != "process") {
+      throw std::invalid_argument(
+          "HostOptions::default_isolation must be \"subinterpreter\", \"main\" or \"process\", got \"" +
+          opts.default_isolation + "\"");
+    }
+    if (!(opts.call_timeout_s > 0)) {
+      throw std::invalid_argument("HostOptions::call_timeout_s must be a positive number of seconds, got " +
+                                  std::to_string(opts.call_timeout_s));
     }
     if (!opts.log_level.empty()) {
       auto level = ParseLogLevel(opts.log_level);
@@ -332,7 +344,8 @@ struct PluginHost::Impl {
     PluginReport report;
     bool go_on = true;  // false: the report is final (an error, a skip)
     bool sub = true;
-    std::vector<std::shared_ptr<PythonOpAdapter>> made;
+    bool process = false;  // isolation "process": the plugin lives in a worker process
+    std::vector<std::shared_ptr<CapabilityReportingOp>> made;
     std::vector<std::pair<std::string, std::string>> keys;  // (op_type, descriptor key)
     std::vector<std::string> bound;  // per adapter: the op library whose C++ prototype it binds to, or ""
     // Per adapter: the IMPL_OP infer functions of that C++ prototype (null when none or not bound).
@@ -410,11 +423,8 @@ struct PluginHost::Impl {
       Fail(l, py::FetchPythonError(c.name, c.path, "pyproject.toml"), "metadata");
       return l;
     }
-    if (l.report.isolation == "process") {
-      Stop(l, plugin::PluginStatus::kError, "metadata",
-           c.path + ": isolation \"process\" is not supported by this host version (use \"subinterpreter\" or \"main\")");
-    }
-    l.sub = l.report.isolation != "main";
+    l.process = l.report.isolation == "process" && !in_worker;
+    l.sub = l.report.isolation == "subinterpreter";
     return l;
   }
 
@@ -422,6 +432,7 @@ struct PluginHost::Impl {
   // implementation; on any failure the plugin's registrations are undone (in
   // Python) and what was created here is dropped when `l` is.
   void Import(Loading& l) {
+    if (l.process) return ImportInWorker(l);
     const plugin::Candidate& c = l.plugin;
     const std::string crumb_text = "loading plugin '" + TerminalSafe(c.name) + "' (" + TerminalSafe(c.path) + ")";
     CrashBreadcrumb crumb(crumb_text.c_str(), CrashBreadcrumb::Phase::kLoading);
@@ -535,6 +546,67 @@ struct PluginHost::Impl {
     }
   }
 
+  // Isolation "process": a worker process loads the plugin with this same
+  // code (isolation "main" there) and reports it; each of its ops gets a
+  // proxy here with the op's schema and capability mask.
+  void ImportInWorker(Loading& l) {
+    const plugin::Candidate& c = l.plugin;
+    ProcessPluginConfig cfg;
+    cfg.name = c.name;
+    cfg.path = c.path;
+    cfg.python_dir = runtime->PackageDir();
+    cfg.log_level = opts.log_level;
+    cfg.join_timeout_s = opts.thread_join_timeout_s;
+    cfg.call_timeout_s = opts.call_timeout_s;
+    std::set<std::string> libs;
+    for (const auto& [op_type, proto] : cpp_protos) libs.insert(proto.library);
+    cfg.prototype_libraries.assign(libs.begin(), libs.end());
+    std::set<std::pair<std::string, std::string>> failed;
+    for (const auto& [op_type, lib] : failed_protos) failed.insert(lib);
+    cfg.failed_libraries.assign(failed.begin(), failed.end());
+    ProcessPlugin::Loaded loaded;
+    auto worker = std::make_shared<ProcessPlugin>(cfg, &loaded);
+    PluginReport& r = l.report;
+    const PluginReport& w = loaded.report;
+    if (r.version.empty()) r.version = w.version;
+    if (r.description.empty()) r.description = w.description;
+    r.warnings.insert(r.warnings.end(), w.warnings.begin(), w.warnings.end());
+    if (!w.ok()) {
+      r.status = w.status;
+      r.error = w.error;
+      r.ops = w.ops;
+      r.conflicts_with = w.conflicts_with;
+      l.go_on = false;
+      return;
+    }
+    for (const ProcessOpInfo& info : loaded.ops) {
+      std::string library;
+      for (const auto& rec : w.ops) {
+        if (rec.op_type == info.op_type) library = rec.prototype_library;
+      }
+      auto cpp = cpp_protos.find(info.op_type);
+      if (!library.empty() && cpp != cpp_protos.end()) {
+        l.bound.push_back(library);
+        l.bound_infer.emplace_back(cpp->second.infer_shape, cpp->second.infer_datatype);
+      } else {
+        l.bound.push_back(library);
+        l.bound_infer.emplace_back(nullptr, nullptr);
+      }
+      l.made.push_back(std::make_shared<ProcessOpProxy>(worker, info, calls));
+    }
+    for (const auto& a : l.made) {
+      if (auto existing = registry.Find(a->GetSchema().op_type)) {
+        r.conflicts_with = existing->source;
+        Stop(l, plugin::PluginStatus::kConflict, "conflict",
+             "op_type '" + a->GetSchema().op_type + "' from " + c.path + " conflicts with the one from " +
+                 existing->source + ConflictRule(existing->source));
+        r.ops = OpRecordsOf(l);
+        l.made.clear();  // the last proxy ends the worker
+        return;
+      }
+    }
+  }
+
   // Why the op already registered (from `existing`) wins over a Python
   // plugin's (or, with `library`, over a later op library's).
   std::string ConflictRule(const std::string& existing, bool library = false) const {
@@ -571,14 +643,14 @@ struct PluginHost::Impl {
       if (i < l.bound_infer.size()) std::tie(reg.infer_shape, reg.infer_datatype) = l.bound_infer[i];
       reg.source = l.plugin.path;
       reg.plugin = l.plugin.name;
-      std::weak_ptr<PythonOpAdapter> weak = a;
+      std::weak_ptr<CapabilityReportingOp> weak = a;
       reg.creator = [weak]() -> std::shared_ptr<BaseCustomOp> { return weak.lock(); };
       Status st = registry.Register(std::move(reg));
       if (!st.ok()) {
         for (const auto& op : done) registry.Unregister(op);
         Stop(l, plugin::PluginStatus::kConflict, "conflict", st.message());
         l.made.clear();  // releases the adapters (each in its interpreter) and then the sub-interpreter
-        if (!l.sub) ForgetMain(l.plugin.name, l.keys);
+        if (!l.sub && !l.process) ForgetMain(l.plugin.name, l.keys);
         log->info("plugin '{}' ({}) not loaded: {}", r.name, r.path, r.error.message);
         return;
       }
@@ -587,7 +659,7 @@ struct PluginHost::Impl {
     r.status = plugin::PluginStatus::kOk;
     r.ops = OpRecordsOf(l);
     sources.push_back(l.plugin.path);
-    if (!l.sub) main_loaded.emplace_back(l.plugin.name, l.keys);
+    if (!l.sub && !l.process) main_loaded.emplace_back(l.plugin.name, l.keys);
     adapters.insert(adapters.end(), l.made.begin(), l.made.end());
     l.made.clear();
     log->info("plugin '{}' loaded from {} ({}): {} op(s)", r.name, r.path, r.isolation, done.size());
@@ -616,7 +688,7 @@ struct PluginHost::Impl {
     }
     for (int pass = 0; pass < 2; ++pass) {
       for (auto& l : batch) {
-        if (l.go_on && (l.sub == (pass == 1))) Import(l);
+        if (l.go_on && ((l.sub || l.process) == (pass == 1))) Import(l);
       }
     }
     for (auto& l : batch) {
@@ -965,5 +1037,7 @@ std::string PluginHost::DeclaredIsolation(const std::string& given) {
 const std::vector<PluginReport>& PluginHost::Reports() const noexcept { return impl_->reports; }
 uint64_t PluginHost::PythonCalls() const noexcept { return impl_->calls->load(); }
 void PluginHost::UnloadAll() { impl_->Unload(); }
+
+void WorkerAccess::MarkWorker(PluginHost& host) { host.impl_->in_worker = true; }
 
 }  // namespace ge::host

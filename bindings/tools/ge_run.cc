@@ -34,7 +34,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: ge-run GRAPH.json [--opp-path P1:P2] [--output-dir DIR] [--repeat N] [--soc NAME] [--option KEY=VALUE]... "
-    "[--json] [--skip-crashed] [--registry-cache F] [--allow-insecure] [--log-level L]";
+    "[--json] [--skip-crashed] [--registry-cache F] [--allow-insecure] [--isolation I] [--call-timeout S] "
+    "[--log-level L]";
 
 // --help: the usage line, what ge-run does, then (after the options) the exit
 // status, environment and files. help2man turns it into ge-run(1)
@@ -60,6 +61,8 @@ constexpr const char* kHelpTail =
     "  GE_PLATFORM_DIR         folder of the SOC.ini platform files for --soc (default: the installation's\n"
     "                          share/ge-plugin/platform)\n"
     "  GE_PLUGIN_PYTHON_DIR    folder holding the ge Python package (default: found beside the libraries)\n"
+    "  GE_PLUGIN_WORKER        the worker executable of process-isolated plugins (default: the installation's\n"
+    "                          libexec/ge-plugin/ge-plugin-worker)\n"
     "  GE_PLUGIN_REGISTRY_CACHE  the registry cache --skip-crashed reads (when --registry-cache is not given)\n"
     "\n"
     "Files:\n"
@@ -123,6 +126,8 @@ namespace {
 // What the command line asks for (after parsing and checking).
 struct RunArgs {
   std::string graph_path, opp_path, output_dir = "ge_run_out", log_level, soc = "host", registry_cache;
+  std::string isolation = "subinterpreter";  // HostOptions::default_isolation
+  double call_timeout_s = 60.0;              // HostOptions::call_timeout_s
   std::string output_dir_shown;  // the user's spelling, for the summary
   std::vector<std::string> option_args;
   int repeat = 1;
@@ -173,6 +178,10 @@ std::optional<int> ParseArgs(int argc, const char* const* argv, RunArgs& a, std:
       "the registry cache for --skip-crashed (default: ge-plugin-registryd's)")(
       "allow-insecure", po::bool_switch(&a.allow_insecure),
       "load plugins writable by others, owned by another user or linked from outside their opp folder")(
+      "isolation", po::value<std::string>(&a.isolation),
+      "isolation of plugins that declare none: subinterpreter (default), main or process")(
+      "call-timeout", po::value<double>(&a.call_timeout_s),
+      "seconds one op call of a process-isolated plugin may take before its worker is killed (default 60)")(
       "log-level", po::value<std::string>(&a.log_level), "trace, debug, info, warn, error, off (default: GE_LOG_LEVEL or warn)");
   po::options_description hidden;
   hidden.add_options()("graph", po::value<std::string>(&a.graph_path));
@@ -208,6 +217,12 @@ std::optional<int> ParseArgs(int argc, const char* const* argv, RunArgs& a, std:
       if (eq == std::string::npos || eq == 0) return usage("--option expects KEY=VALUE, got '" + o + "'");
     }
     if (a.soc.empty()) return usage("--soc must not be empty");
+    if (a.isolation != "subinterpreter" && a.isolation != "main" && a.isolation != "process") {
+      return usage("--isolation must be subinterpreter, main or process, got '" + TerminalSafe(Abbreviate(a.isolation)) + "'");
+    }
+    if (!(a.call_timeout_s > 0) || a.call_timeout_s > 1e9) {
+      return usage("--call-timeout must be a positive number of seconds, got " + std::to_string(a.call_timeout_s));
+    }
     if (auto problem = UnknownSoc(a.soc)) {
       err << "ge-run: " << *problem << "\n";
       return 2;
@@ -264,6 +279,8 @@ std::optional<std::string> OutputFileClash(const Graph& graph) {
 host::HostOptions HostOptionsFor(const RunArgs& a, std::ostream& err) {
   host::HostOptions opts;
   opts.allow_insecure = a.allow_insecure;
+  opts.default_isolation = a.isolation;
+  opts.call_timeout_s = a.call_timeout_s;
   if (!a.opp_path.empty()) {
     opts.opp_paths = plugin::SplitOppPath(a.opp_path);
     opts.use_env_opp_path = false;

@@ -12,7 +12,8 @@
 # ($ORIGIN/<relative path to the library folder>). Under /usr the library
 # folder is on the linker's default path: no RUNPATH at all (Debian policy;
 # lintian's custom-library-search-path).
-set(GE_INSTALLED_TARGETS ge_framework ge_host ge_native_ext ge-run ge-plugin-ls ge-plugin-registryd ge-plugin-scan)
+set(GE_INSTALLED_TARGETS ge_framework ge_host ge_native_ext ge-run ge-plugin-ls ge-plugin-registryd ge-plugin-scan
+  ge-plugin-worker)
 list(FIND CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES "${CMAKE_INSTALL_FULL_LIBDIR}" _ge_system_libdir)
 if(NOT _ge_system_libdir EQUAL -1)
   foreach(t IN LISTS GE_INSTALLED_TARGETS)

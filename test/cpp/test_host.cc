@@ -578,7 +578,7 @@ BOOST_AUTO_TEST_CASE(host_options_default_isolation_and_log_level) {
   }
   OpRegistry reg;
   HostOptions bad = Opts({});
-  bad.default_isolation = "process";
+  bad.default_isolation = "thread";
   BOOST_CHECK_THROW(PluginHost(bad, reg), std::invalid_argument);
   HostOptions bad_level = Opts({});
   bad_level.log_level = "loud";

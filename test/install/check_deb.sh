@@ -49,7 +49,7 @@ echo "ok: control data (Depends: $depends)"
 triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 listing=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for f in ./usr/bin/ge-run ./usr/bin/ge-plugin-ls ./usr/bin/ge-plugin-registryd \
-         ./usr/libexec/ge-plugin/ge-plugin-scan \
+         ./usr/libexec/ge-plugin/ge-plugin-scan ./usr/libexec/ge-plugin/ge-plugin-worker \
          "./usr/lib/$triplet/libge_plugin_framework.so.$version" "./usr/lib/$triplet/libge_plugin_host.so.$version" \
          ./usr/lib/python3/dist-packages/ge/__init__.py \
          ./usr/lib/systemd/system/ge-plugin-registryd.service ./usr/lib/systemd/system/ge-plugin-registryd.socket \
@@ -95,6 +95,11 @@ echo "ok: --version"
 /usr/bin/python3 -c "import json,sys; v=json.load(open(sys.argv[1]))['version']; assert v == sys.argv[2], v" \
   "$work/run.json" "$version" || fail "ge-run --json has no version $version"
 echo "ok: installed ge-run (the ge package from dist-packages, the platform files from share/ge-plugin)"
+"$usr/bin/ge-run" "$usr/share/ge-plugin/examples/attention_block.json" --opp-path "$samples" --isolation process \
+  --output-dir "$work/out-process" --soc Ascend910B1 > "$work/run-process.log" 2>&1 \
+  || { cat "$work/run-process.log"; fail "installed ge-run --isolation process failed"; }
+/usr/bin/python3 "$src/share/examples/check_attention_block.py" "$work/out-process" | tail -1
+echo "ok: installed ge-run --isolation process (the worker from the package's libexec)"
 
 # 6. the installed ge-plugin-ls on the sample plugins: its scanner is the
 # package's libexec one (there is no other in the scratch root)

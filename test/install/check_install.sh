@@ -42,6 +42,16 @@ echo "ok: no spdlog in the installed headers and package files"
   || { cat "$work/run.log"; fail "installed ge-run failed"; }
 /usr/bin/python3 "$src/share/examples/check_attention_block.py" "$work/out" | tail -1
 echo "ok: installed ge-run"
+# 2a. isolation "process": the installed host starts its worker from libexec,
+# found relative to the (relocated) library
+[ -x "$prefix/libexec/ge-plugin/ge-plugin-worker" ] && [ ! -e "$prefix/bin/ge-plugin-worker" ] \
+  || fail "ge-plugin-worker is not (only) in libexec/ge-plugin"
+env -u GE_PLUGIN_WORKER "$prefix/bin/ge-run" "$prefix/share/ge-plugin/examples/attention_block.json" \
+  --opp-path "$prefix/share/ge-plugin/plugins/samples" --output-dir "$work/out-process" --soc Ascend910B1 \
+  --isolation process > "$work/run-process.log" 2>&1 \
+  || { cat "$work/run-process.log"; fail "installed ge-run --isolation process failed"; }
+/usr/bin/python3 "$src/share/examples/check_attention_block.py" "$work/out-process" | tail -1
+echo "ok: installed ge-run --isolation process (its worker from libexec)"
 # 2b. the installed ge-plugin-ls scans with the installed scanner: libexec,
 # found relative to the (relocated) tool
 [ -x "$prefix/libexec/ge-plugin/ge-plugin-scan" ] && [ ! -e "$prefix/bin/ge-plugin-scan" ] \

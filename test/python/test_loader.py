@@ -255,8 +255,7 @@ def test_bad_isolation_message(tmp_path):
     with pytest.raises(ValueError) as info:
         _loader.read_metadata(pkg, True)
     assert str(info.value) == (
-        f"{pkg}/pyproject.toml: tool.ge-plugin.isolation: got 'threads', supported: subinterpreter, main, "
-        "process (process is not yet supported by this host)")
+        f"{pkg}/pyproject.toml: tool.ge-plugin.isolation: got 'threads', supported: subinterpreter, main, process")
 
 
 # ---- extension guard -----------------------------------------------------------------------

@@ -88,7 +88,7 @@ def read_metadata(path, is_package):
                          f"got {type(iso).__name__} {iso!r}")
     if iso not in VALID_ISOLATIONS:
         raise ValueError(f"{pp}: tool.ge-plugin.isolation: got {iso!r}, supported: "
-                         f"{', '.join(VALID_ISOLATIONS)} (process is not yet supported by this host)")
+                         f"{', '.join(VALID_ISOLATIONS)}")
     meta["isolation"] = iso
     meta["isolation_set"] = "isolation" in tool
     return meta

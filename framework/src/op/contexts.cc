@@ -183,6 +183,12 @@ std::shared_ptr<void> EagerOpExecutionContext::MallocWorkspaceBuffer(std::size_t
   return workspaces_.back();
 }
 
+Tensor* EagerOpExecutionContext::SetOutputTensor(std::size_t index, Tensor tensor) {
+  CheckOutputIndex(index, outputs_.size(), index < outputs_.size() ? outputs_[index] : std::optional<Tensor>{});
+  outputs_[index] = std::move(tensor);
+  return &*outputs_[index];
+}
+
 std::vector<std::optional<Tensor>> EagerOpExecutionContext::TakeOutputs() {
   std::vector<std::optional<Tensor>> out;
   out.swap(outputs_);

@@ -1,6 +1,7 @@
 // TensorDesc and Tensor: metadata plus owned or borrowed host memory.
 #include "ge/runtime/tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
@@ -8,6 +9,13 @@
 #include <stdexcept>
 
 namespace ge {
+
+namespace {
+std::atomic<TensorBufferSource> g_buffer_source{nullptr};
+}  // namespace
+
+void SetTensorBufferSource(TensorBufferSource source) noexcept { g_buffer_source.store(source); }
+TensorBufferSource GetTensorBufferSource() noexcept { return g_buffer_source.load(); }
 
 std::size_t TensorDesc::ByteSize() const noexcept {
   const int64_t n = shape.GetStorageShape().GetShapeSize();
@@ -43,10 +51,17 @@ Tensor Tensor::Allocate(const TensorDesc& desc) {
   t.size_ = desc.ByteSize();
   constexpr std::size_t kAlign = 64;
   const std::size_t rounded = ((t.size_ + kAlign - 1) / kAlign) * kAlign;
-  void* p = std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
-  if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, rounded == 0 ? kAlign : rounded);
-  t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  const std::size_t bytes_held = rounded == 0 ? kAlign : rounded;
+  if (TensorBufferSource source = g_buffer_source.load()) {
+    t.owner_ = source(bytes_held);
+  }
+  if (!t.owner_) {
+    void* p = std::aligned_alloc(kAlign, bytes_held);
+    if (p == nullptr) throw std::bad_alloc();
+    t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  }
+  void* p = t.owner_.get();
+  std::memset(p, 0, bytes_held);
   t.addr_ = p;
   t.has_data_ = true;
   return t;
@@ -58,6 +73,16 @@ Tensor Tensor::Borrow(const TensorDesc& desc, void* addr, std::size_t size, bool
   t.addr_ = addr;
   t.size_ = size;
   t.read_only_ = read_only;
+  t.has_data_ = true;
+  return t;
+}
+
+Tensor Tensor::Adopt(const TensorDesc& desc, void* addr, std::size_t size, std::shared_ptr<void> owner) {
+  Tensor t;
+  t.desc_ = desc;
+  t.addr_ = addr;
+  t.size_ = size;
+  t.owner_ = std::move(owner);
   t.has_data_ = true;
   return t;
 }

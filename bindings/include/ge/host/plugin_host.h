@@ -55,9 +55,17 @@ struct HostOptions {
   // Seconds a sub-interpreter's leftover threads get to finish at unload.
   double thread_join_timeout_s = kThreadJoinTimeoutS;
   // Isolation of package plugins whose pyproject.toml does not set one, and of
-  // single-file plugins: "subinterpreter" (default) or "main". Others throw
-  // std::invalid_argument from the constructor.
+  // single-file plugins: "subinterpreter" (default), "main" or "process" (each
+  // plugin in a worker process of its own; share/docs/host-design.md,
+  // "Process isolation"). Others throw std::invalid_argument from the
+  // constructor.
   std::string default_isolation = "subinterpreter";
+  // Seconds one call of a process-isolated plugin's op may take; past it the
+  // worker is killed and the call fails (restarted for the next one). Loading
+  // the plugin in a new worker may take this or 60 s, whichever is longer. Must be positive, else the constructor
+  // throws std::invalid_argument. Calls of in-process plugins (isolation
+  // "subinterpreter" or "main") cannot be interrupted: no deadline applies.
+  double call_timeout_s = 60.0;
   // Log level of every component ("trace" ... "off"); empty keeps the current
   // one (GE_LOG_LEVEL or warn). An unknown name throws std::invalid_argument.
   std::string log_level;
@@ -128,6 +136,7 @@ class PluginHost {
   struct Impl;
 
  private:
+  friend struct WorkerAccess;
   std::unique_ptr<Impl> impl_;
 };
 

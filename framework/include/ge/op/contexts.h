@@ -110,6 +110,11 @@ class EagerOpExecutionContext : public gert::ExtendedKernelContext {
   // reference too; views may keep theirs past the call). Throws
   // std::invalid_argument for size 0, std::bad_alloc.
   std::shared_ptr<void> MallocWorkspaceBuffer(std::size_t size);
+  // Sets output `index` to `tensor` (its memory and ownership as they are):
+  // how a process-isolated plugin's proxy hands over the outputs its worker
+  // made. Throws std::out_of_range for a bad index, std::logic_error when the
+  // output was already set.
+  Tensor* SetOutputTensor(std::size_t index, Tensor tensor);
   // For the engine after the callback: moves the outputs out (unset ones empty).
   std::vector<std::optional<Tensor>> TakeOutputs();
 

@@ -43,6 +43,12 @@ class Tensor {
   // Borrows `addr`: the caller keeps the memory alive and unmoved for the
   // Tensor's lifetime (and every copy of it). `size` is in bytes.
   static Tensor Borrow(const TensorDesc& desc, void* addr, std::size_t size, bool read_only = false);
+  // Wraps `addr` (`size` bytes) whose lifetime `owner` manages: the memory
+  // stays valid while any copy of the Tensor (or of `owner`) lives; the
+  // owner's deleter releases it. How a process-isolated plugin's outputs,
+  // which live in its worker's shared arena, become engine tensors
+  // (share/docs/host-design.md, "Process isolation"). Never throws.
+  static Tensor Adopt(const TensorDesc& desc, void* addr, std::size_t size, std::shared_ptr<void> owner);
   // Metadata only: no data (compile-time tensors); GetAddr() is null.
   static Tensor MetaOnly(const TensorDesc& desc);
   // The same buffer (and ownership), marked read-only: what an op that does not
@@ -98,5 +104,18 @@ class Tensor {
   bool read_only_ = false;
   bool has_data_ = false;
 };
+
+// Where Allocate takes its buffers from. The default is the heap
+// (aligned_alloc). A host that runs plugins in worker processes installs a
+// shared-memory arena, so tensors the engine allocates are visible to the
+// workers without a copy (share/docs/host-design.md, "Process isolation").
+// A source returns an owning pointer to at least `bytes` bytes (64-byte
+// aligned; not necessarily zeroed), or null to fall back to the heap (arena
+// full); it may be called from any thread at once. Process-wide: install it
+// once, before tensors are allocated on other threads; it is never removed
+// (buffers it handed out keep their own owners). Passing null restores the heap.
+using TensorBufferSource = std::shared_ptr<void> (*)(std::size_t bytes);
+void SetTensorBufferSource(TensorBufferSource source) noexcept;
+TensorBufferSource GetTensorBufferSource() noexcept;
 
 }  // namespace ge

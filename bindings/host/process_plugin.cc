@@ -1,0 +1,498 @@
+// process_plugin.cc: worker lifecycle (start, deadline, crash, restart limit) and the proxy ops' calls.
+#include "process_plugin.h"
+
+#include <cerrno>
+#include <cstring>
+#include <signal.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "ge/text.h"
+#include "process_worker.h"
+
+namespace ge::host {
+
+using wire::Json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+Clock::time_point DeadlineAfter(double seconds) {
+  if (seconds <= 0) return Clock::time_point::max();
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", s);
+  return buf;
+}
+
+std::string DescribeWait(int st) {
+  if (WIFSIGNALED(st)) {
+    const int sig = WTERMSIG(st);
+    const char* name = ::strsignal(sig);
+    return "died of signal " + std::to_string(sig) + (name ? " (" + std::string(name) + ")" : std::string());
+  }
+  if (WIFEXITED(st)) return "exited with code " + std::to_string(WEXITSTATUS(st));
+  return "ended (wait status " + std::to_string(st) + ")";
+}
+
+}  // namespace
+
+WorkerLink::~WorkerLink() {
+  if (fd >= 0) ::close(fd);
+}
+
+void WorkerLink::QueueFree(uint64_t offset) {
+  if (!alive) return;  // its worker is gone: the block goes with the mapping
+  std::lock_guard<std::mutex> lock(frees_mu);
+  frees.push_back(offset);
+}
+
+std::vector<uint64_t> WorkerLink::TakeFrees() {
+  std::lock_guard<std::mutex> lock(frees_mu);
+  std::vector<uint64_t> out;
+  out.swap(frees);
+  return out;
+}
+
+ProcessPlugin::ProcessPlugin(ProcessPluginConfig cfg, Loaded* loaded) : cfg_(std::move(cfg)) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string why;
+  link_ = StartWorker(loaded, &why);
+  if (!link_) {
+    loaded->report.name = cfg_.name;
+    loaded->report.path = cfg_.path;
+    loaded->report.status = plugin::PluginStatus::kError;
+    loaded->report.error.kind = "import";
+    loaded->report.error.message = cfg_.path + ": " + why;
+  }
+}
+
+ProcessPlugin::~ProcessPlugin() {
+  std::lock_guard<std::mutex> lock(mu_);
+  EndWorker(/*kill_now=*/false);
+}
+
+pid_t ProcessPlugin::WorkerPid() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return link_ && link_->alive ? link_->pid : -1;
+}
+
+std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::string* why) {
+  auto link = std::make_shared<WorkerLink>();
+  std::shared_ptr<SharedArena> engine;
+  try {
+    engine = EngineArena();
+    link->arena = SharedMapping::Create("ge-worker-arena", kWorkerArenaBytes);
+    link->pid = SpawnWorker(WorkerExecutable(), &link->fd);
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return nullptr;
+  }
+  link_ = link;  // so that Reap can end it
+  Json init{{"type", "init"},
+            {"plugin", cfg_.path},
+            {"python_dir", cfg_.python_dir},
+            {"log_level", cfg_.log_level},
+            {"join_timeout_s", cfg_.join_timeout_s},
+            {"prototype_libraries", cfg_.prototype_libraries},
+            {"failed_libraries", Json::array()}};
+  for (const auto& [lib, err] : cfg_.failed_libraries) init["failed_libraries"].push_back({lib, err});
+  Json msg;
+  std::string bad;
+  wire::Received r = wire::Received::kClosed;
+  if (wire::Send(link->fd, init, {engine->mapping()->fd(), link->arena->fd()})) {
+    r = wire::Receive(link->fd, DeadlineAfter(LoadTimeout()), msg, nullptr, &bad);
+  }
+  if (r == wire::Received::kTimeout) {
+    *why = "loading in its worker process (pid " + std::to_string(link->pid) + ") did not finish within " +
+           Seconds(LoadTimeout()) + " s; the worker was killed";
+    Reap(/*kill_now=*/true);
+    return nullptr;
+  }
+  if (r != wire::Received::kOk) {
+    const pid_t pid = link->pid;
+    *why = "its worker process (pid " + std::to_string(pid) + ") " + Reap(false) + " while loading the plugin";
+    return nullptr;
+  }
+  if (msg.contains("fatal")) {
+    *why = "its worker process could not start: " + msg.at("fatal").get<std::string>();
+    Reap(true);
+    return nullptr;
+  }
+  try {
+    std::string field;
+    auto rec = plugin::FromJson(msg.at("report"), &field);
+    if (!rec) throw std::invalid_argument("report: " + field);
+    loaded->report = std::move(*rec);
+    loaded->ops.clear();
+    for (const auto& op : msg.at("ops")) {
+      loaded->ops.push_back(ProcessOpInfo{op.at("op_type").get<std::string>(), wire::SchemaFromJson(op.at("schema")),
+                                          op.at("caps").get<uint32_t>()});
+    }
+  } catch (const std::exception& e) {
+    *why = std::string("its worker process answered a load it cannot have made: ") + e.what();
+    Reap(true);
+    return nullptr;
+  }
+  return link;
+}
+
+std::string ProcessPlugin::Reap(bool kill_now) {
+  if (!link_ || !link_->alive) return "ended";
+  link_->alive = false;
+  const pid_t pid = link_->pid;
+  if (link_->fd >= 0) {
+    ::close(link_->fd);
+    link_->fd = -1;
+  }
+  int st = 0;
+  if (kill_now) {
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    return "was killed";
+  }
+  // It closed its end or we closed ours: it is ending; give it a moment, then make sure.
+  const auto until = DeadlineAfter(std::max(cfg_.join_timeout_s, 0.0) + 2.0);
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &st, WNOHANG);
+    if (r == pid) return DescribeWait(st);
+    if (r < 0 && errno != EINTR) return "ended (it cannot be waited for: " + std::string(std::strerror(errno)) + ")";
+    if (Clock::now() >= until) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      return "stopped answering and was killed";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+void ProcessPlugin::EndWorker(bool kill_now) {
+  if (link_) Reap(kill_now);
+}
+
+Status ProcessPlugin::Failure(const char* method, const std::string& op_type, const std::string& what) const {
+  ErrorInfo e;
+  e.message = "plugin '" + cfg_.name + "' (" + cfg_.path + "), " + method + " of op_type '" + op_type + "': " + what;
+  e.plugin = cfg_.name;
+  e.file = cfg_.path;
+  e.call_site = method;
+  e.kind = "worker";
+  return Status::Error(std::move(e));
+}
+
+Status ProcessPlugin::Call(const char* method, const std::string& op_type,
+                           const std::function<Json(const std::shared_ptr<WorkerLink>&)>& build, Json& reply,
+                           std::shared_ptr<WorkerLink>* link) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<WorkerLink> cur;
+  // Two attempts: a worker that ended between calls (killed from outside) is
+  // found when the request cannot be sent (its end of the socket is closed);
+  // nothing of the call ran, so a new worker takes it (a restart like any other).
+  for (int attempt = 0;; ++attempt) {
+    if (!disabled_.empty()) return Failure(method, op_type, disabled_);
+    if (!link_ || !link_->alive) {
+      const auto now = Clock::now();
+      while (!restarts_.empty() && now - restarts_.front() > std::chrono::duration<double>(kRestartWindowS)) {
+        restarts_.pop_front();
+      }
+      if (restarts_.size() >= static_cast<std::size_t>(kMaxRestarts)) {
+        disabled_ = "the plugin is disabled: its worker process was restarted " + std::to_string(kMaxRestarts) +
+                    " times within " + Seconds(kRestartWindowS) + " s and failed again (last: " + last_failure_ + ")";
+        return Failure(method, op_type, disabled_);
+      }
+      restarts_.push_back(now);
+      Loaded again;
+      std::string why;
+      if (!StartWorker(&again, &why)) {
+        last_failure_ = why;
+        return Failure(method, op_type, "cannot restart its worker process: " + why);
+      }
+      if (!again.report.ok()) {
+        last_failure_ = "the plugin no longer loads: " + again.report.error.OneLine();
+        Reap(true);
+        return Failure(method, op_type, "a new worker process cannot load the plugin: " + again.report.error.OneLine());
+      }
+    }
+    cur = link_;
+    Json req = build(cur);
+    std::vector<uint64_t> frees = cur->TakeFrees();
+    if (!frees.empty()) req["frees"] = std::move(frees);
+    if (wire::Send(cur->fd, req)) break;
+    const std::string pid = std::to_string(cur->pid);
+    if (attempt == 0) {
+      last_failure_ = "its worker process (pid " + pid + ") " + Reap(false) + " between calls";
+      continue;
+    }
+    last_failure_ = "its worker process (pid " + pid + ") " + Reap(false);
+    return Failure(method, op_type, last_failure_ + "; a new worker is started for the next call");
+  }
+  const std::string pid = std::to_string(cur->pid);
+  std::string bad;
+  const wire::Received r = wire::Receive(cur->fd, DeadlineAfter(cfg_.call_timeout_s), reply, nullptr, &bad);
+  if (r == wire::Received::kOk) {
+    *link = cur;
+    return Status::Ok();
+  }
+  if (r == wire::Received::kTimeout) {
+    Reap(/*kill_now=*/true);
+    last_failure_ = "the call did not finish within " + Seconds(cfg_.call_timeout_s) + " s (HostOptions::call_timeout_s); its worker process (pid " + pid + ") was killed";
+  } else if (r == wire::Received::kError && !bad.empty()) {
+    Reap(true);
+    last_failure_ = "its worker process (pid " + pid + ") sent " + bad + " and was killed";
+  } else {
+    last_failure_ = "its worker process (pid " + pid + ") " + Reap(false) + " during the call";
+  }
+  return Failure(method, op_type, last_failure_ + "; a new worker is started for the next call");
+}
+
+// ---- the proxy op ---------------------------------------------------------------------------
+
+ProcessOpProxy::ProcessOpProxy(std::shared_ptr<ProcessPlugin> plugin, ProcessOpInfo info,
+                               std::shared_ptr<std::atomic<uint64_t>> calls)
+    : plugin_(std::move(plugin)), info_(std::move(info)), calls_(std::move(calls)) {}
+
+namespace {
+
+graphStatus Fail(gert::ExtendedKernelContext& ctx, Status st) {
+  ctx.SetError(std::move(st));
+  return GRAPH_FAILED;
+}
+
+// The worker's answer to a call: its graphStatus and error slot.
+graphStatus Answer(gert::ExtendedKernelContext& ctx, const Json& reply) {
+  const graphStatus rc = reply.at("rc").get<graphStatus>();
+  Status st = wire::StatusFromJson(reply.at("status"));
+  if (!st.ok()) ctx.SetError(std::move(st));
+  return rc;
+}
+
+}  // namespace
+
+graphStatus ProcessOpProxy::Execute(gert::EagerOpExecutionContext* ctx) {
+  const ProcessPluginConfig& cfg = plugin_->config();
+  if (!HasCapability(info_.capabilities, CustomOpCapability::kEagerExecute)) {
+    return Fail(*ctx, Status::Error("op_type '" + info_.op_type + "' of plugin '" + cfg.name + "' has no execute"));
+  }
+  try {
+    // Inputs outside the shared arenas (borrowed caller memory, heap tensors
+    // of a full arena) are copied once into the engine arena for the call.
+    struct Staged {
+      Tensor* tensor;
+      std::shared_ptr<void> block;
+    };
+    std::vector<Staged> staged;
+    const std::shared_ptr<SharedArena> engine = EngineArena();
+    const SharedMapping& em = *engine->mapping();
+    auto build = [&](const std::shared_ptr<WorkerLink>& link) {
+      staged.clear();
+      Json inputs = Json::array();
+      for (std::size_t i = 0; i < ctx->GetInputNum(); ++i) {
+        Tensor* t = ctx->GetInputTensor(i);
+        Json j{{"d", wire::DescToJson(t->Desc())}, {"ro", t->IsReadOnly()}, {"size", t->GetSize()}};
+        void* a = t->GetAddr();
+        if (a == nullptr) {
+          j["a"] = -1;
+        } else if (em.Contains(a, t->GetSize())) {
+          j["a"] = 0;
+          j["off"] = em.OffsetOf(a);
+        } else if (link->arena->Contains(a, t->GetSize())) {
+          j["a"] = 1;
+          j["off"] = link->arena->OffsetOf(a);
+        } else {
+          std::shared_ptr<void> block = engine->Allocate(t->GetSize());
+          if (!block) throw std::runtime_error("the engine's shared arena has no room for input " + std::to_string(i) + " (" + std::to_string(t->GetSize()) + " bytes)");
+          std::memcpy(block.get(), a, t->GetSize());
+          j["a"] = 0;
+          j["off"] = em.OffsetOf(block.get());
+          staged.push_back({t, std::move(block)});
+        }
+        inputs.push_back(std::move(j));
+      }
+      return Json{{"type", "execute"},
+                  {"op_type", info_.op_type},
+                  {"node", ctx->GetNodeName()},
+                  {"in", ctx->InputLayout().Counts()},
+                  {"out", ctx->OutputLayout().Counts()},
+                  {"attrs", wire::AttrsToJson(*ctx->GetAttrs())},
+                  {"inputs", std::move(inputs)}};
+    };
+    Json reply;
+    std::shared_ptr<WorkerLink> link;
+    if (Status st = plugin_->Call("execute", info_.op_type, build, reply, &link); !st.ok()) return Fail(*ctx, std::move(st));
+    calls_->fetch_add(1, std::memory_order_relaxed);
+    const graphStatus rc = Answer(*ctx, reply);
+    if (rc != GRAPH_SUCCESS) return rc;
+    for (const Staged& s : staged) {
+      if (!s.tensor->IsReadOnly()) std::memcpy(s.tensor->GetAddr(), s.block.get(), s.tensor->GetSize());
+    }
+    const Json& outs = reply.at("outputs");
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      const Json& o = outs[k];
+      if (o.is_null()) continue;
+      if (o.contains("ref")) {
+        if (ctx->MakeOutputRefInput(k, o.at("ref").get<std::size_t>()) == nullptr) return GRAPH_FAILED;
+        continue;
+      }
+      const TensorDesc desc = wire::DescFromJson(o.at("d"));
+      if (o.contains("off")) {
+        const uint64_t off = o.at("off").get<uint64_t>();
+        const std::size_t size = o.at("size").get<std::size_t>();
+        const SharedMapping& wm = *link->arena;
+        if (off > wm.size() || size > wm.size() - off) {
+          return Fail(*ctx, Status::Error("plugin '" + cfg.name + "': its worker returned output " + std::to_string(k) +
+                                          " outside its arena"));
+        }
+        void* addr = wm.base() + off;
+        std::shared_ptr<void> owner(addr, [link, off](void*) { link->QueueFree(off); });
+        ctx->SetOutputTensor(k, Tensor::Adopt(desc, addr, size, std::move(owner)));
+      } else {
+        const auto& bytes = o.at("b").get_binary();
+        Tensor t = Tensor::Allocate(desc);
+        std::memcpy(t.GetAddr(), bytes.data(), std::min(bytes.size(), t.GetSize()));
+        ctx->SetOutputTensor(k, std::move(t));
+      }
+    }
+    return GRAPH_SUCCESS;
+  } catch (const std::exception& e) {
+    return Fail(*ctx, Status::Error("plugin '" + cfg.name + "' (" + cfg.path + "), execute of op_type '" + info_.op_type +
+                                    "': " + e.what()));
+  }
+}
+
+graphStatus ProcessOpProxy::InferMeta(InferMetaContext* ctx) {
+  const ProcessPluginConfig& cfg = plugin_->config();
+  if (!HasCapability(info_.capabilities, CustomOpCapability::kInferMeta)) {
+    return Fail(*ctx, Status::Error("op_type '" + info_.op_type + "' of plugin '" + cfg.name + "' has no infer_meta"));
+  }
+  try {
+    auto build = [&](const std::shared_ptr<WorkerLink>&) {
+      Json inputs = Json::array();
+      for (std::size_t i = 0; i < ctx->GetInputNum(); ++i) inputs.push_back(wire::DescToJson(*ctx->GetInputDesc(i)));
+      return Json{{"type", "infer_meta"},
+                  {"op_type", info_.op_type},
+                  {"node", ctx->GetNodeName()},
+                  {"in", ctx->InputLayout().Counts()},
+                  {"attrs", wire::AttrsToJson(*ctx->GetAttrs())},
+                  {"inputs", std::move(inputs)}};
+    };
+    Json reply;
+    std::shared_ptr<WorkerLink> link;
+    if (Status st = plugin_->Call("infer_meta", info_.op_type, build, reply, &link); !st.ok()) return Fail(*ctx, std::move(st));
+    calls_->fetch_add(1, std::memory_order_relaxed);
+    const graphStatus rc = Answer(*ctx, reply);
+    if (rc != GRAPH_SUCCESS || !reply.at("set").get<bool>()) return rc;
+    std::vector<TensorDesc> outs;
+    for (const auto& d : reply.at("outputs")) outs.push_back(wire::DescFromJson(d));
+    ctx->SetOutputs(std::move(outs), InstanceLayout(reply.at("layout").get<std::vector<std::size_t>>()));
+    return GRAPH_SUCCESS;
+  } catch (const std::exception& e) {
+    return Fail(*ctx, Status::Error("plugin '" + cfg.name + "' (" + cfg.path + "), infer_meta of op_type '" +
+                                    info_.op_type + "': " + e.what()));
+  }
+}
+
+namespace {
+
+Json DescsOf(std::size_t n, const std::function<const Tensor*(std::size_t)>& at) {
+  Json out = Json::array();
+  for (std::size_t i = 0; i < n; ++i) out.push_back(wire::DescToJson(at(i)->Desc()));
+  return out;
+}
+
+}  // namespace
+
+graphStatus ProcessOpProxy::Compile(gert::OpCompileContext* ctx) {
+  const ProcessPluginConfig& cfg = plugin_->config();
+  if (!HasCapability(info_.capabilities, CustomOpCapability::kCompilable)) {
+    return Fail(*ctx, Status::Error("op_type '" + info_.op_type + "' of plugin '" + cfg.name + "' has no compile"));
+  }
+  try {
+    // The platform crosses as where it was read from (an ini file, or this
+    // machine); it is resolved here before the call, so a platform that fails
+    // to load reaches the worker as its error, raised there only if the op
+    // asks for the platform (as in-process).
+    Json platform;
+    try {
+      platform = Json{{"source", ctx->Platform()->Source()}};
+    } catch (const std::exception& e) {
+      platform = Json{{"error", e.what()}};
+    }
+    auto build = [&](const std::shared_ptr<WorkerLink>&) {
+      return Json{{"type", "compile"},
+                  {"op_type", info_.op_type},
+                  {"node", ctx->GetNodeName()},
+                  {"inputs", DescsOf(ctx->GetInputNum(), [&](std::size_t i) { return ctx->GetInputTensor(i); })},
+                  {"outputs", DescsOf(ctx->GetOutputNum(), [&](std::size_t i) { return ctx->GetOutputTensor(i); })},
+                  {"in", ctx->InputLayout().Counts()},
+                  {"out", ctx->OutputLayout().Counts()},
+                  {"attrs", wire::AttrsToJson(*ctx->GetAttrs())},
+                  {"options", ctx->Options()},
+                  {"platform", platform}};
+    };
+    Json reply;
+    std::shared_ptr<WorkerLink> link;
+    if (Status st = plugin_->Call("compile", info_.op_type, build, reply, &link); !st.ok()) return Fail(*ctx, std::move(st));
+    calls_->fetch_add(1, std::memory_order_relaxed);
+    return Answer(*ctx, reply);
+  } catch (const std::exception& e) {
+    return Fail(*ctx, Status::Error("plugin '" + cfg.name + "' (" + cfg.path + "), compile of op_type '" +
+                                    info_.op_type + "': " + e.what()));
+  }
+}
+
+graphStatus ProcessOpProxy::DeclareLaunchArgs(gert::AnnotatedArgsContext& ctx) {
+  const ProcessPluginConfig& cfg = plugin_->config();
+  if (!HasCapability(info_.capabilities, CustomOpCapability::kAnnotatedArgs)) {
+    return Fail(ctx, Status::Error("op_type '" + info_.op_type + "' of plugin '" + cfg.name + "' has no declare_launch_args"));
+  }
+  try {
+    auto build = [&](const std::shared_ptr<WorkerLink>&) {
+      return Json{{"type", "declare_launch_args"},
+                  {"op_type", info_.op_type},
+                  {"node", ctx.GetNodeName()},
+                  {"inputs", DescsOf(ctx.GetInputNum(), [&](std::size_t i) { return ctx.GetInputTensor(i); })},
+                  {"outputs", DescsOf(ctx.GetOutputNum(), [&](std::size_t i) { return ctx.GetOutputTensor(i); })},
+                  {"in", ctx.InputLayout().Counts()},
+                  {"out", ctx.OutputLayout().Counts()},
+                  {"attrs", wire::AttrsToJson(*ctx.GetAttrs())},
+                  {"stream", ctx.GetStreamId()}};
+    };
+    Json reply;
+    std::shared_ptr<WorkerLink> link;
+    if (Status st = plugin_->Call("declare_launch_args", info_.op_type, build, reply, &link); !st.ok()) {
+      return Fail(ctx, std::move(st));
+    }
+    calls_->fetch_add(1, std::memory_order_relaxed);
+    const graphStatus rc = Answer(ctx, reply);
+    if (rc != GRAPH_SUCCESS) return rc;
+    // The worker's task plan, declared again here: its workspaces (sizes; the
+    // engine allocates them) and its launches, checked by the same AddLaunch.
+    for (const auto& size : reply.at("workspaces")) {
+      if (ctx.MallocWorkSpace(size.get<std::size_t>()).addr == nullptr) return GRAPH_FAILED;
+    }
+    for (const auto& l : reply.at("launches")) {
+      KernelLaunch launch;
+      launch.kernel_name = l.at("name").get<std::string>();
+      const auto& bin = l.at("bin").get_binary();
+      launch.kernel_bin = std::make_shared<const std::string>(bin.begin(), bin.end());
+      launch.block_dim = l.at("block_dim").get<uint32_t>();
+      launch.stream_id = l.at("stream").get<int64_t>();
+      for (const auto& a : l.at("args")) {
+        launch.args.push_back(KernelArgSlot{static_cast<KernelArgSlot::Kind>(a.at(0).get<int>()), a.at(1).get<uint64_t>()});
+      }
+      ctx.AddLaunch(std::move(launch));
+    }
+    return GRAPH_SUCCESS;
+  } catch (const std::exception& e) {
+    return Fail(ctx, Status::Error("plugin '" + cfg.name + "' (" + cfg.path + "), declare_launch_args of op_type '" +
+                                   info_.op_type + "': " + e.what()));
+  }
+}
+
+}  // namespace ge::host

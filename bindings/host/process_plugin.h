@@ -1,0 +1,141 @@
+// process_plugin.h: the engine's side of a plugin of isolation "process": its worker process and the proxy ops.
+//
+// A ProcessPlugin owns one worker (process_worker.h) at a time: it starts it,
+// has it load the plugin, sends it one call at a time with a deadline, and
+// turns a worker that crashes, exits, or overruns the deadline (it is then
+// killed) into a failed call naming the plugin, the op_type, the method and
+// the signal or exit code. The next call starts a new worker; after
+// kMaxRestarts restarts within kRestartWindowS the plugin is disabled and
+// every call fails with that reason. ProcessOpProxy is what the registry
+// hands the engine: the same capability interfaces, mask and schema as the
+// plugin's op in its worker. share/docs/host-design.md, "Process isolation".
+//
+// Thread-safety: calls to one plugin serialize on its lock (one worker serves
+// one call at a time); no Python and no interpreter lock in this process.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ge/op/custom_op.h"
+#include "ge/plugin/record.h"
+#include "shared_arena.h"
+#include "worker_wire.h"
+
+namespace ge::host {
+
+inline constexpr int kMaxRestarts = 3;
+// Seconds a new worker gets to load its plugin (an import of numpy on a busy
+// machine takes seconds), or the call timeout when that is longer.
+inline constexpr double kMinLoadTimeoutS = 60.0;
+inline constexpr double kRestartWindowS = 60.0;
+
+struct ProcessPluginConfig {
+  std::string name;
+  std::string path;
+  std::string python_dir;
+  std::string log_level;
+  double join_timeout_s = 0.5;
+  double call_timeout_s = 60.0;
+  std::vector<std::string> prototype_libraries;
+  std::vector<std::pair<std::string, std::string>> failed_libraries;
+};
+
+// One op of the plugin as its worker registered it.
+struct ProcessOpInfo {
+  std::string op_type;
+  std::shared_ptr<const OpSchema> schema;
+  uint32_t capabilities = 0;
+};
+
+// One worker process of a plugin (one generation): its pid, channel, the
+// mapping of its arena, and the blocks of that arena the engine let go of
+// (sent with the next request). Output tensors keep it alive.
+struct WorkerLink {
+  pid_t pid = -1;
+  int fd = -1;
+  std::shared_ptr<SharedMapping> arena;
+  std::mutex frees_mu;
+  std::vector<uint64_t> frees;
+  bool alive = true;  // under ProcessPlugin's lock
+  ~WorkerLink();
+  void QueueFree(uint64_t offset);
+  std::vector<uint64_t> TakeFrees();
+};
+
+class ProcessPlugin {
+ public:
+  struct Loaded {
+    plugin::PluginRecord report;  // the worker's report (status ok or why not)
+    std::vector<ProcessOpInfo> ops;
+  };
+  // Starts the first worker and loads the plugin in it. Never throws for a
+  // plugin problem: a failed start, a worker that dies or overruns the
+  // deadline while loading, is `loaded->report` with status error.
+  ProcessPlugin(ProcessPluginConfig cfg, Loaded* loaded);
+  ~ProcessPlugin();
+  ProcessPlugin(const ProcessPlugin&) = delete;
+  ProcessPlugin& operator=(const ProcessPlugin&) = delete;
+
+  // Builds a request for the current worker (restarting it first when it
+  // died), sends it, and waits at most call_timeout_s for `reply`. `build`
+  // may encode blocks of the worker's arena (it gets the link). A failure of
+  // the worker, the deadline or the plugin being disabled is the returned
+  // Status (message naming plugin, op_type, method); otherwise `reply` holds
+  // the worker's answer and *link the worker that gave it.
+  Status Call(const char* method, const std::string& op_type,
+              const std::function<wire::Json(const std::shared_ptr<WorkerLink>&)>& build, wire::Json& reply,
+              std::shared_ptr<WorkerLink>* link);
+
+  const ProcessPluginConfig& config() const noexcept { return cfg_; }
+  // The current worker's pid (-1 when none): for tests and benchmarks.
+  pid_t WorkerPid();
+
+ private:
+  std::shared_ptr<WorkerLink> StartWorker(Loaded* loaded, std::string* why);
+  void EndWorker(bool kill_now);
+  // "died of signal 11 (Segmentation fault)" / "exited with code 3", reaping the worker.
+  std::string Reap(bool kill_now);
+  Status Failure(const char* method, const std::string& op_type, const std::string& what) const;
+  double LoadTimeout() const noexcept { return std::max(cfg_.call_timeout_s, kMinLoadTimeoutS); }
+
+  ProcessPluginConfig cfg_;
+  std::mutex mu_;
+  std::shared_ptr<WorkerLink> link_;
+  std::deque<std::chrono::steady_clock::time_point> restarts_;
+  std::string disabled_;  // the reason, once disabled
+  std::string last_failure_;
+};
+
+// The op object the engine sees for an op of a process-isolated plugin.
+class ProcessOpProxy final : public CapabilityReportingOp,
+                             public EagerExecuteOp,
+                             public CompilableOp,
+                             public AnnotatedArgsOp,
+                             public InferMetaOp {
+ public:
+  ProcessOpProxy(std::shared_ptr<ProcessPlugin> plugin, ProcessOpInfo info,
+                 std::shared_ptr<std::atomic<uint64_t>> calls);
+  uint32_t GetCapabilities() const noexcept override { return info_.capabilities; }
+  const OpSchema& GetSchema() const noexcept override { return *info_.schema; }
+  graphStatus Execute(gert::EagerOpExecutionContext* ctx) override;
+  graphStatus InferMeta(InferMetaContext* ctx) override;
+  graphStatus Compile(gert::OpCompileContext* ctx) override;
+  graphStatus DeclareLaunchArgs(gert::AnnotatedArgsContext& ctx) override;
+
+ private:
+  std::shared_ptr<ProcessPlugin> plugin_;
+  ProcessOpInfo info_;
+  std::shared_ptr<std::atomic<uint64_t>> calls_;
+};
+
+}  // namespace ge::host

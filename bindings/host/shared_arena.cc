@@ -1,0 +1,135 @@
+// shared_arena.cc: memfd mappings and the Boost.Interprocess allocator over them.
+#include "shared_arena.h"
+
+#include "ge/runtime/tensor.h"
+
+#include <boost/interprocess/managed_external_buffer.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <stdexcept>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace bi = boost::interprocess;
+
+namespace ge::host {
+
+namespace {
+
+constexpr std::size_t kAlign = 64;
+// Blocks at least this big give their pages back when freed (a freed block's
+// tmpfs pages would otherwise stay resident).
+constexpr std::size_t kReleaseAtLeast = std::size_t{1} << 20;
+
+std::runtime_error SysError(const std::string& what) {
+  return std::runtime_error(what + " failed: " + std::strerror(errno));
+}
+
+}  // namespace
+
+std::shared_ptr<SharedMapping> SharedMapping::Create(const std::string& name, std::size_t capacity) {
+  const int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC);
+  if (fd < 0) throw SysError("memfd_create(" + name + ")");
+  if (::ftruncate(fd, static_cast<off_t>(capacity)) != 0) {
+    auto e = SysError("ftruncate of the shared arena to " + std::to_string(capacity) + " bytes");
+    ::close(fd);
+    throw e;
+  }
+  return Map(fd);
+}
+
+std::shared_ptr<SharedMapping> SharedMapping::Map(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    auto e = SysError("fstat of a shared arena");
+    ::close(fd);
+    throw e;
+  }
+  const std::size_t size = static_cast<std::size_t>(st.st_size);
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+  if (p == MAP_FAILED) {
+    auto e = SysError("mmap of a shared arena of " + std::to_string(size) + " bytes");
+    ::close(fd);
+    throw e;
+  }
+  return std::shared_ptr<SharedMapping>(new SharedMapping(fd, static_cast<uint8_t*>(p), size));
+}
+
+SharedMapping::~SharedMapping() {
+  ::munmap(base_, size_);
+  ::close(fd_);
+}
+
+bool SharedMapping::Contains(const void* p, std::size_t n) const noexcept {
+  const auto* b = static_cast<const uint8_t*>(p);
+  return b >= base_ && b <= base_ + size_ && n <= static_cast<std::size_t>(base_ + size_ - b);
+}
+
+void SharedMapping::Release(void* p, std::size_t n) noexcept {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = (OffsetOf(p) + page - 1) / page * page;
+  const uint64_t end = (OffsetOf(p) + n) / page * page;
+  if (end > begin) {
+    (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(begin),
+                      static_cast<off_t>(end - begin));
+  }
+}
+
+struct SharedArena::Impl {
+  bi::managed_external_buffer segment;
+};
+
+SharedArena::SharedArena(std::shared_ptr<SharedMapping> mapping)
+    : mapping_(std::move(mapping)),
+      impl_(new Impl{bi::managed_external_buffer(bi::create_only, mapping_->base(), mapping_->size())}) {}
+
+SharedArena::~SharedArena() = default;
+
+std::shared_ptr<void> SharedArena::Allocate(std::size_t bytes) {
+  void* p = impl_->segment.allocate_aligned(bytes == 0 ? kAlign : bytes, kAlign, std::nothrow);
+  if (p == nullptr) return nullptr;
+  std::shared_ptr<SharedArena> self = shared_from_this();
+  return std::shared_ptr<void>(p, [self, bytes](void* q) { self->Free(q, bytes); });
+}
+
+void SharedArena::Free(void* p, std::size_t bytes) noexcept {
+  if (bytes >= kReleaseAtLeast) mapping_->Release(p, bytes);
+  impl_->segment.deallocate(p);
+}
+
+std::size_t SharedArena::FreeBytes() const { return impl_->segment.get_free_memory(); }
+
+namespace {
+
+std::shared_ptr<SharedArena>& SourceArena() {
+  static std::shared_ptr<SharedArena> arena;
+  return arena;
+}
+
+std::shared_ptr<void> FromSourceArena(std::size_t bytes) {
+  const std::shared_ptr<SharedArena>& a = SourceArena();
+  return a ? a->Allocate(bytes) : nullptr;
+}
+
+}  // namespace
+
+void InstallArenaAsTensorSource(std::shared_ptr<SharedArena> arena) {
+  SourceArena() = std::move(arena);
+  SetTensorBufferSource(&FromSourceArena);
+}
+
+std::shared_ptr<SharedArena> EngineArena() {
+  static std::once_flag once;
+  static std::shared_ptr<SharedArena> arena;
+  std::call_once(once, [] {
+    arena = std::make_shared<SharedArena>(SharedMapping::Create("ge-engine-arena", kEngineArenaBytes));
+    InstallArenaAsTensorSource(arena);
+  });
+  return arena;
+}
+
+}  // namespace ge::host

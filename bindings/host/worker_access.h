@@ -1,0 +1,15 @@
+// worker_access.h: the one PluginHost switch only a plugin worker uses (isolation "process" loads as "main" there).
+#pragma once
+
+#include "ge/host/plugin_host.h"
+
+namespace ge::host {
+
+struct WorkerAccess {
+  // Marks `host` as the host inside a plugin worker: a plugin declaring
+  // isolation "process" is loaded in the worker's main interpreter instead
+  // of in yet another worker. Call before loading.
+  static void MarkWorker(PluginHost& host);
+};
+
+}  // namespace ge::host

@@ -1,0 +1,303 @@
+// Isolation "process": plugins loaded in a worker process, their ops called
+// through proxies with shared tensor memory; crashes, exits, kills and hangs
+// of the worker fail only the call; restarts and the restart limit.
+//
+// The plugins live under plugins/testing/process/ (proc_faulty: what its
+// execute does is chosen by its input's first value).
+#define BOOST_TEST_MODULE process_worker
+#include <boost/test/unit_test.hpp>
+
+#include "test_util.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ge/host/plugin_host.h"
+#include "ge/op/op_registry.h"
+#include "shared_arena.h"
+
+namespace fs = std::filesystem;
+using namespace ge;
+using ge::host::HostOptions;
+using ge::host::PluginHost;
+using ge::host::PluginReport;
+using ge_test::Contains;
+
+namespace {
+
+const std::string kCases = std::string(GE_SOURCE_DIR) + "/plugins/testing/process/";
+
+struct Call {
+  graphStatus rc = GRAPH_FAILED;
+  Status status;
+  std::optional<Tensor> y;
+  Tensor x;
+};
+
+// Runs `op_type`'s execute on float32 `values` (allocated by the engine),
+// with `attrs` as the op's runtime attributes.
+Call Exec(const OpRegistry& reg, const std::string& op_type, const std::vector<float>& values,
+          RuntimeAttrs attrs = RuntimeAttrs()) {
+  Call c;
+  auto op = reg.Create(op_type);
+  BOOST_REQUIRE_MESSAGE(op, "no op " << op_type);
+  auto* ex = CustomOpCast<EagerExecuteOp>(op);
+  BOOST_REQUIRE(ex != nullptr);
+  const OpSchema& schema = dynamic_cast<CapabilityReportingOp&>(*op).GetSchema();
+  if (attrs.GetAttrNum() == 0) {
+    std::vector<AttrValue> defaults;
+    for (const auto& a : schema.attrs) defaults.push_back(*a.default_value);
+    attrs = RuntimeAttrs(defaults);
+  }
+  c.x = Tensor::Allocate(TensorDesc(Shape{static_cast<int64_t>(values.size())}, DT_FLOAT));
+  std::copy(values.begin(), values.end(), c.x.Data<float>());
+  EagerOpExecutionContext ctx(schema, {&c.x}, InstanceLayout({1}), attrs, InstanceLayout({1}));
+  ctx.SetNodeName("n_" + op_type);
+  c.rc = ex->Execute(&ctx);
+  c.status = ctx.TakeError();
+  auto outs = ctx.TakeOutputs();
+  if (!outs.empty()) c.y = outs[0];
+  return c;
+}
+
+std::vector<float> Floats(const Tensor& t) {
+  const float* p = t.Data<float>();
+  return std::vector<float>(p, p + t.GetShapeSize());
+}
+
+HostOptions Opts(std::vector<std::string> paths, double timeout_s = 60) {
+  HostOptions o = ge_test::HostTestOptions(std::move(paths));
+  o.call_timeout_s = timeout_s;
+  return o;
+}
+
+const PluginReport& Only(const std::vector<PluginReport>& reports) {
+  BOOST_REQUIRE_EQUAL(reports.size(), 1u);
+  BOOST_REQUIRE_MESSAGE(reports[0].ok(), reports[0].error.OneLine() << "\n" << reports[0].error.traceback);
+  return reports[0];
+}
+
+// Loads the package plugin proc_faulty (an opp path entry is a folder of plugins).
+PluginReport LoadFaulty(PluginHost& host) {
+  PluginReport r = host.LoadPlugin(kCases + "proc_faulty");
+  BOOST_REQUIRE_MESSAGE(r.ok(), r.error.OneLine() << "\n" << r.error.traceback);
+  return r;
+}
+
+pid_t PidOf(const Call& c) {
+  BOOST_REQUIRE_MESSAGE(c.rc == GRAPH_SUCCESS, c.status.message());
+  return static_cast<pid_t>(Floats(*c.y)[0]);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(process_plugin_reports_like_the_same_plugin_in_a_sub_interpreter) {
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  const PluginReport r = LoadFaulty(host);
+  BOOST_CHECK_EQUAL(r.isolation, "process");
+
+  // The same package with isolation "subinterpreter": the same record but the isolation.
+  ge_test::TempDir tmp;
+  fs::copy(kCases + "proc_faulty", tmp.path / "proc_faulty");
+  std::ofstream(tmp.path / "proc_faulty" / "pyproject.toml")
+      << "[project]\nname = \"proc_faulty\"\nversion = \"0.3.0\"\n"
+         "description = \"Process-isolated test ops that crash, exit, hang or raise on request\"\n"
+         "[tool.ge-plugin]\nisolation = \"subinterpreter\"\n";
+  OpRegistry reg2;
+  PluginHost host2(Opts({}), reg2);
+  const PluginReport s = host2.LoadPlugin((tmp.path / "proc_faulty").string());
+  BOOST_REQUIRE_MESSAGE(s.ok(), s.error.OneLine());
+  BOOST_CHECK_EQUAL(s.isolation, "subinterpreter");
+  BOOST_CHECK_EQUAL(r.version, s.version);
+  BOOST_CHECK_EQUAL(r.description, s.description);
+  BOOST_REQUIRE_EQUAL(r.ops.size(), s.ops.size());
+  for (std::size_t i = 0; i < r.ops.size(); ++i) {
+    BOOST_CHECK_EQUAL(r.ops[i].op_type, s.ops[i].op_type);
+    BOOST_CHECK(r.ops[i].capabilities == s.ops[i].capabilities);
+    const auto a = reg.Find(r.ops[i].op_type);
+    const auto b = reg2.Find(s.ops[i].op_type);
+    BOOST_REQUIRE(a && b);
+    BOOST_CHECK_EQUAL(a->capabilities, b->capabilities);
+    BOOST_CHECK_EQUAL(a->schema->ToString(), b->schema->ToString());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(execute_and_infer_meta_run_in_the_worker_on_shared_memory) {
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  LoadFaulty(host);
+
+  // execute runs in another process.
+  const Call pid = Exec(reg, "ProcFault", {4, 0});
+  BOOST_CHECK_NE(PidOf(pid), ::getpid());
+
+  // Attributes cross; the engine's input and the worker's output are shared memory.
+  const Call scaled = Exec(reg, "ProcScale", {1, 2, 3}, RuntimeAttrs({AttrValue(3.0f)}));
+  BOOST_REQUIRE_MESSAGE(scaled.rc == GRAPH_SUCCESS, scaled.status.message());
+  BOOST_CHECK((Floats(*scaled.y) == std::vector<float>{3, 6, 9}));
+  BOOST_CHECK(host::EngineArena()->mapping()->Contains(scaled.x.GetAddr(), scaled.x.GetSize()));
+  BOOST_CHECK(!host::EngineArena()->mapping()->Contains(scaled.y->GetAddr(), scaled.y->GetSize()));
+  BOOST_CHECK(scaled.y->IsOwned());
+
+  // An output aliasing its input is the engine's input tensor itself (no copy).
+  const Call ref = Exec(reg, "ProcRef", {7, 8});
+  BOOST_REQUIRE_MESSAGE(ref.rc == GRAPH_SUCCESS, ref.status.message());
+  BOOST_CHECK_EQUAL(ref.y->GetAddr(), ref.x.GetAddr());
+
+  // A worker output feeding the next call of the same worker is not copied either.
+  {
+    auto op = reg.Create("ProcRef");
+    auto* ex = CustomOpCast<EagerExecuteOp>(op);
+    Tensor y = *scaled.y;
+    const OpSchema& schema = dynamic_cast<CapabilityReportingOp&>(*op).GetSchema();
+    RuntimeAttrs none;
+    EagerOpExecutionContext ctx(schema, {&y}, InstanceLayout({1}), none, InstanceLayout({1}));
+    BOOST_REQUIRE_EQUAL(ex->Execute(&ctx), GRAPH_SUCCESS);
+    auto outs = ctx.TakeOutputs();
+    BOOST_CHECK_EQUAL(outs[0]->GetAddr(), y.GetAddr());
+  }
+
+  // infer_meta through the worker, and its Python error with the plugin's details.
+  auto op = reg.Create("ProcScale");
+  auto* im = CustomOpCast<InferMetaOp>(op);
+  BOOST_REQUIRE(im != nullptr);
+  const OpSchema& schema = dynamic_cast<CapabilityReportingOp&>(*op).GetSchema();
+  RuntimeAttrs attrs({AttrValue(2.0f)});
+  InferMetaContext ok(schema, {TensorDesc(Shape{2, 5}, DT_FLOAT)}, InstanceLayout({1}), attrs);
+  BOOST_REQUIRE_EQUAL(im->InferMeta(&ok), GRAPH_SUCCESS);
+  BOOST_REQUIRE(ok.HasOutputs());
+  BOOST_CHECK(ok.Outputs()[0] == TensorDesc(Shape{2, 5}, DT_FLOAT));
+  InferMetaContext bad(schema, {TensorDesc(Shape{2}, DT_INT32)}, InstanceLayout({1}), attrs);
+  BOOST_CHECK_NE(im->InferMeta(&bad), GRAPH_SUCCESS);
+  BOOST_CHECK_EQUAL(bad.GetError().info().exception_type, "TypeError");
+  BOOST_CHECK_MESSAGE(Contains(bad.GetError().message(), "ProcScale takes float32, got DT_INT32"), bad.GetError().message());
+  BOOST_CHECK_EQUAL(bad.GetError().info().plugin, "proc_faulty");
+
+  // A Python exception in execute keeps its type, message, location and traceback.
+  const Call raised = Exec(reg, "ProcFault", {5});
+  BOOST_CHECK_NE(raised.rc, GRAPH_SUCCESS);
+  BOOST_CHECK_EQUAL(raised.status.info().exception_type, "ValueError");
+  BOOST_CHECK_MESSAGE(Contains(raised.status.message(), "bad five"), raised.status.message());
+  BOOST_CHECK_MESSAGE(Contains(raised.status.info().location, "__init__.py:"), raised.status.info().location);
+  BOOST_CHECK(!raised.status.info().traceback.empty());
+  BOOST_CHECK(!raised.y);
+  // ...and the worker lives on: same pid.
+  BOOST_CHECK_EQUAL(PidOf(Exec(reg, "ProcFault", {4})), PidOf(pid));
+}
+
+BOOST_AUTO_TEST_CASE(crash_exit_and_hang_fail_only_the_call_then_the_plugin_is_disabled) {
+  OpRegistry reg;
+  PluginHost host(Opts({}, /*timeout_s=*/1.0), reg);
+  LoadFaulty(host);
+  const pid_t first = PidOf(Exec(reg, "ProcFault", {4}));
+
+  const Call crash = Exec(reg, "ProcFault", {1, 1});
+  BOOST_CHECK_NE(crash.rc, GRAPH_SUCCESS);
+  BOOST_CHECK(!crash.y);  // nothing half-written reaches the outputs
+  for (const std::string part : {std::string("plugin 'proc_faulty'"), std::string("execute of op_type 'ProcFault'"),
+                                 std::string("died of signal 11"), "(pid " + std::to_string(first) + ")"}) {
+    BOOST_CHECK_MESSAGE(Contains(crash.status.message(), part), crash.status.message() << " lacks " << part);
+  }
+  BOOST_CHECK_EQUAL(crash.status.info().plugin, "proc_faulty");
+  const pid_t second = PidOf(Exec(reg, "ProcFault", {4}));  // restarted (1)
+  BOOST_CHECK_NE(second, first);
+
+  const Call exited = Exec(reg, "ProcFault", {2});
+  BOOST_CHECK_MESSAGE(Contains(exited.status.message(), "exited with code 3"), exited.status.message());
+  BOOST_CHECK((Floats(*Exec(reg, "ProcFault", {0, 1.5}).y) == std::vector<float>{0, 3}));  // restarted (2)
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const Call hung = Exec(reg, "ProcFault", {3});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_CHECK_MESSAGE(Contains(hung.status.message(), "did not finish within 1 s"), hung.status.message());
+  BOOST_CHECK_MESSAGE(Contains(hung.status.message(), "was killed"), hung.status.message());
+  BOOST_CHECK_LT(took, 30.0);
+  BOOST_CHECK_NE(PidOf(Exec(reg, "ProcFault", {4})), second);  // restarted (3)
+
+  // A fourth failure within the minute: reported, then the plugin is disabled with the reason.
+  const Call again = Exec(reg, "ProcFault", {1});
+  BOOST_CHECK_MESSAGE(Contains(again.status.message(), "died of signal 11"), again.status.message());
+  const Call disabled = Exec(reg, "ProcFault", {0});
+  BOOST_CHECK_NE(disabled.rc, GRAPH_SUCCESS);
+  for (const char* part : {"plugin 'proc_faulty'", "disabled", "restarted 3 times within 60 s", "died of signal 11"}) {
+    BOOST_CHECK_MESSAGE(Contains(disabled.status.message(), part), disabled.status.message() << " lacks " << part);
+  }
+  // Every op of the plugin shares the verdict.
+  BOOST_CHECK(Contains(Exec(reg, "ProcScale", {1}).status.message(), "disabled"));
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_killed_between_calls_is_replaced_without_failing_a_call) {
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  LoadFaulty(host);
+  const pid_t first = PidOf(Exec(reg, "ProcFault", {4}));
+  BOOST_REQUIRE_EQUAL(::kill(first, SIGKILL), 0);
+  // The kill lands asynchronously: wait until the worker is a zombie.
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(first) + "/stat");
+    std::string pid, comm, state;
+    stat >> pid >> comm >> state;
+    if (state == "Z" || !stat) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const Call after = Exec(reg, "ProcFault", {4});
+  BOOST_REQUIRE_MESSAGE(after.rc == GRAPH_SUCCESS, after.status.message());
+  BOOST_CHECK_NE(PidOf(after), first);
+}
+
+BOOST_AUTO_TEST_CASE(default_isolation_process_and_call_timeout_are_checked) {
+  OpRegistry reg;
+  HostOptions o = Opts({kCases + "proc_plain"});
+  o.default_isolation = "process";
+  PluginHost host(o, reg);
+  const PluginReport& r = Only(host.LoadAll());
+  BOOST_CHECK_EQUAL(r.isolation, "process");
+  const Call c = Exec(reg, "ProcNoop", {1, 2});
+  BOOST_REQUIRE_MESSAGE(c.rc == GRAPH_SUCCESS, c.status.message());
+  BOOST_CHECK_EQUAL(c.y->GetAddr(), c.x.GetAddr());
+  BOOST_CHECK_EQUAL(host.PythonCalls(), 1u);
+
+  OpRegistry reg2;
+  HostOptions bad = Opts({});
+  bad.call_timeout_s = 0;
+  BOOST_CHECK_THROW(PluginHost(bad, reg2), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(a_worker_that_cannot_start_is_a_load_error_naming_the_worker) {
+  ::setenv("GE_PLUGIN_WORKER", "/nonexistent/ge-plugin-worker", 1);
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  const std::vector<PluginReport> reports{host.LoadPlugin(kCases + "proc_faulty")};
+  ::unsetenv("GE_PLUGIN_WORKER");
+  BOOST_CHECK_EQUAL(ge::plugin::StatusName(reports[0].status), "error");
+  BOOST_CHECK_MESSAGE(Contains(reports[0].error.message, "/nonexistent/ge-plugin-worker"), reports[0].error.message);
+  BOOST_CHECK_MESSAGE(Contains(reports[0].error.message, "GE_PLUGIN_WORKER"), reports[0].error.message);
+  BOOST_CHECK(!reg.Find("ProcFault"));
+}
+
+BOOST_AUTO_TEST_CASE(an_import_error_in_the_worker_is_reported_as_in_process) {
+  ge_test::TempDir tmp;
+  const auto pkg = tmp.path / "proc_broken";
+  fs::create_directories(pkg);
+  std::ofstream(pkg / "__init__.py") << "x = 1\nimport ge_no_such_module_xyz\n";
+  std::ofstream(pkg / "pyproject.toml") << "[tool.ge-plugin]\nisolation = \"process\"\n";
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  const PluginReport r = host.LoadPlugin(pkg.string());
+  BOOST_CHECK_EQUAL(ge::plugin::StatusName(r.status), "error");
+  BOOST_CHECK_EQUAL(r.isolation, "process");
+  BOOST_CHECK_EQUAL(r.error.kind, "import");
+  BOOST_CHECK_EQUAL(r.error.exception, "ModuleNotFoundError");
+  BOOST_CHECK_MESSAGE(Contains(r.error.message, "ge_no_such_module_xyz"), r.error.message);
+  BOOST_CHECK_MESSAGE(Contains(r.error.file, "__init__.py") && r.error.line == 2, r.error.file << ":" << r.error.line);
+  BOOST_CHECK(!r.error.traceback.empty());
+  BOOST_CHECK(reg.ListOpTypes().empty());
+}

@@ -1,0 +1,129 @@
+"""Isolation "process" through ge-run (share/docs/plugin-authors.md, "Isolation";
+share/docs/host-design.md, "Process isolation"): the same results as in a
+sub-interpreter, numpy in several process-isolated plugins beside a main one,
+a crashing or hanging worker failing its node with a named error, and the
+--isolation / --call-timeout flags.
+"""
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from e2e_helpers import assert_failed_cleanly, f32, node
+
+
+def write_package(folder, name, code, isolation):
+    pkg = folder / name
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(textwrap.dedent(code))
+    (pkg / "pyproject.toml").write_text(
+        f'[project]\nname = "{name}"\nversion = "1.2.3"\n\n[tool.ge-plugin]\nisolation = "{isolation}"\n')
+    return pkg
+
+
+def numpy_op(op_type, expr):
+    """A numpy op y = expr(a) where a = numpy.asarray(x)."""
+    return f"""
+        import os
+        import numpy as np
+        from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+        from ge.runtime import Tensor, TensorDesc
+
+        @register_op(op_type={op_type!r})
+        def proto(x: TensorDesc) -> TensorDesc:
+            return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+        @register_op_impl(op_type={op_type!r})
+        class Impl:
+            def execute(self, x: Tensor) -> None:
+                a = np.asarray(x)
+                y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
+                np.asarray(y)[...] = {expr}
+        """
+
+
+def test_a_sample_gives_the_same_result_in_a_worker_process(ge_run, write_graph):
+    graph = write_graph([node("g", "GeluCustom", ["x"])], ["g:0"], inputs=[f32("x", [1.0, -1.0, 0.5])])
+    sub = ge_run(graph, "--json", opp_path=("samples",))
+    proc = ge_run(graph, "--json", "--isolation", "process", opp_path=("samples",))
+    assert sub.returncode == 0, sub.stderr
+    assert proc.returncode == 0, proc.stderr
+    np.testing.assert_array_equal(proc.load("g_0.npy"), sub.load("g_0.npy"))
+    gelu = next(p for p in proc.json()["plugins"] if p["name"] == "gelu")
+    assert gelu["isolation"] == "process" and gelu["status"] == "ok", gelu
+    assert next(p for p in sub.json()["plugins"] if p["name"] == "gelu")["isolation"] == "subinterpreter"
+    assert proc.json()["python_calls"] == sub.json()["python_calls"]
+
+
+def test_numpy_in_two_process_plugins_and_a_main_plugin_in_one_graph(ge_run, write_graph, tmp_path):
+    opp = tmp_path / "opp"
+    write_package(opp, "np_proc_a", numpy_op("NpProcA", "a * 2"), "process")
+    write_package(opp, "np_proc_b", numpy_op("NpProcB", "a + 1"), "process")
+    write_package(opp, "np_main_c", numpy_op("NpMainC", "np.sqrt(a)"), "main")
+    graph = write_graph([node("a", "NpProcA", ["x"]), node("b", "NpProcB", ["a:0"]), node("c", "NpMainC", ["b:0"])],
+                        ["c:0", "a:0"], inputs=[f32("x", [0.0, 1.5, 4.0])])
+    res = ge_run(graph, "--json", "--repeat", "3", opp_path=(str(opp),))
+    assert res.returncode == 0, res.stderr
+    np.testing.assert_allclose(res.load("c_0.npy"), np.sqrt(np.array([0.0, 1.5, 4.0], np.float32) * 2 + 1), rtol=1e-6)
+    np.testing.assert_array_equal(res.load("a_0.npy"), np.array([0.0, 3.0, 8.0], np.float32))
+    iso = {p["name"]: p["isolation"] for p in res.json()["plugins"]}
+    assert iso == {"np_proc_a": "process", "np_proc_b": "process", "np_main_c": "main"}, iso
+
+
+def test_a_worker_that_exits_fails_its_node_with_the_plugin_op_and_code(ge_run, write_graph, tmp_path):
+    opp = tmp_path / "opp"
+    write_package(opp, "quitter", numpy_op("QuitOp", "a").replace("a = np.asarray(x)", "os._exit(7)"), "process")
+    graph = write_graph([node("q", "QuitOp", ["x"])], ["q:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(graph, opp_path=(str(opp),))
+    assert_failed_cleanly(res, "plugin 'quitter'", "execute of op_type 'QuitOp'", "exited with code 7")
+
+
+def test_a_worker_crash_is_named_with_its_signal(ge_run, write_graph, tmp_path):
+    opp = tmp_path / "opp"
+    write_package(opp, "crasher", numpy_op("CrashOp", "a").replace("a = np.asarray(x)", "os.kill(os.getpid(), 11)"),
+                  "process")
+    graph = write_graph([node("c", "CrashOp", ["x"])], ["c:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(graph, opp_path=(str(opp),))
+    assert_failed_cleanly(res, "plugin 'crasher'", "execute of op_type 'CrashOp'", "died of signal 11")
+
+
+def test_call_timeout_ends_a_hanging_call(ge_run, write_graph, tmp_path):
+    opp = tmp_path / "opp"
+    write_package(opp, "sleeper", numpy_op("SleepOp", "a").replace("a = np.asarray(x)", "import time; time.sleep(600)"),
+                  "process")
+    graph = write_graph([node("s", "SleepOp", ["x"])], ["s:0"], inputs=[f32("x", [1.0])])
+    t0 = time.monotonic()
+    res = ge_run(graph, "--call-timeout", "1", opp_path=(str(opp),))
+    assert time.monotonic() - t0 < 60
+    assert_failed_cleanly(res, "plugin 'sleeper'", "did not finish within 1 s", "was killed")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--isolation", "thread"], "--isolation must be subinterpreter, main or process, got 'thread'"),
+    (["--call-timeout", "0"], "--call-timeout must be a positive number of seconds"),
+    (["--call-timeout", "soon"], "call-timeout"),
+])
+def test_bad_isolation_flags_are_usage_errors(ge_run, write_graph, args, message):
+    graph = write_graph([node("g", "GeluCustom", ["x"])], ["g:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(graph, *args, opp_path=("samples",))
+    assert res.returncode == 2, res.stderr
+    assert message in res.stderr, res.stderr
+
+
+def test_compile_and_declare_launch_args_run_in_the_worker(ge_run, source_dir):
+    """kernel_block: the axpy kernel's compile (platform, options) and
+    declare_launch_args run in the worker; the engine replays the task plan
+    the worker declared, with the same results as in a sub-interpreter."""
+    graph = source_dir / "share" / "examples" / "kernel_block.json"
+    sub = ge_run(graph, "--json", "--repeat", "2", opp_path=("samples",))
+    proc = ge_run(graph, "--json", "--repeat", "2", "--isolation", "process", opp_path=("samples",))
+    assert sub.returncode == 0, sub.stderr
+    assert proc.returncode == 0, proc.stderr
+    for name in ("out_0.npy", "axpy_0.npy"):
+        np.testing.assert_array_equal(proc.load(name), sub.load(name))
+    nodes = {n["name"]: n for n in proc.json()["nodes"]}
+    assert nodes["axpy"]["mode"] == "task_plan", nodes["axpy"]
+    assert nodes["axpy"]["calls"]["compile"] == 1 and nodes["axpy"]["calls"]["declare_launch_args"] == 1, nodes["axpy"]
+    iso = {p["name"]: p["isolation"] for p in proc.json()["plugins"] if p["name"] in ("axpy_kernel", "gelu")}
+    assert iso == {"axpy_kernel": "process", "gelu": "process"}, iso
