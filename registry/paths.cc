@@ -108,12 +108,6 @@ std::string Parent(const std::string& p) {
 }
 }  // namespace
 
-std::string Fnv1a64::Hex() const {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(h_));
-  return buf;
-}
-
 std::string UserCacheFolder() { return Parent(UserCachePath()); }
 
 std::string DaemonCachePath() {

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ge/hash.h"
 #include "ge/registry/verdicts.h"  // DefaultCachePath
 
 namespace ge::registry {
@@ -41,21 +42,9 @@ std::optional<std::string> SocketPathProblem(const std::string& path);
 // relative opp path is never stored.
 std::vector<std::string> OppEntries(const std::string& opp_path_option);
 
-// FNV-1a 64 over the bytes added, in order (the hash of the plugin stamps,
-// share/docs/registry.md): the listing index's checksum and the name of a
-// listing's own cache. Not a cryptographic hash. Not thread-safe per object.
-class Fnv1a64 {
- public:
-  Fnv1a64& Add(std::string_view bytes) {
-    for (unsigned char c : bytes) h_ = (h_ ^ c) * 1099511628211ULL;
-    return *this;
-  }
-  // The value as 16 lower-case hex digits.
-  std::string Hex() const;
-
- private:
-  uint64_t h_ = 1469598103934665603ULL;
-};
+// FNV-1a 64 (ge/hash.h): the listing index's checksum and the name of a
+// listing's own cache.
+using ge::Fnv1a64;
 
 // ---- which cache (share/docs/registry.md, "Which cache") ------------------------------------
 

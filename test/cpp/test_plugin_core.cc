@@ -16,6 +16,7 @@
 #include <boost/filesystem.hpp>
 
 #include "ge/plugin/cache.h"
+#include "ge/hash.h"
 #include "ge/plugin/discovery.h"
 #include "ge/plugin/record.h"
 #include "ge/text.h"
@@ -269,4 +270,15 @@ BOOST_AUTO_TEST_CASE(a_malformed_record_names_its_field) {
   BOOST_CHECK_MESSAGE(why.find("not a path spelling") != std::string::npos, why);
   BOOST_CHECK(!FromJson({{"path", "/p.py"}, {"status", "error"}, {"error_line", 0}}, &why));
   BOOST_CHECK_MESSAGE(why.find("error_line") != std::string::npos, why);
+}
+
+// The stamps' and the listing index's hash is FNV-1a 64 as specified: the
+// published test vectors (draft-eastlake-fnv), so that a stamp written by one
+// build is read the same by another.
+BOOST_AUTO_TEST_CASE(fnv1a64_matches_the_published_vectors) {
+  BOOST_CHECK_EQUAL(ge::Fnv1a64().Hex(), "cbf29ce484222325");
+  BOOST_CHECK_EQUAL(ge::Fnv1a64().Add("a").Hex(), "af63dc4c8601ec8c");
+  BOOST_CHECK_EQUAL(ge::Fnv1a64().Add("foo").Add("bar").Hex(), "85944171f73967e8");
+  const unsigned char zero = 0;
+  BOOST_CHECK_EQUAL(ge::Fnv1a64().Add(&zero, 1).Value(), 0xaf63bd4c8601b7dfULL);
 }

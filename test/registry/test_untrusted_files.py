@@ -125,9 +125,9 @@ def test_a_cache_over_the_size_cap_is_refused_without_reading_it(opp, tmp_path):
 
 
 def fnv1a64(lines):
-    """The listing index's checksum (registry/cache_write.cc, Fnv1a64 of paths.h): FNV-1a 64 over lines,
-    each with its newline, from the basis registry/paths.h uses."""
-    h = 1469598103934665603
+    """The listing index's checksum (registry/cache_write.cc, Fnv1a64 of ge/hash.h): FNV-1a 64 over lines,
+    each with its newline, from the standard offset basis."""
+    h = 14695981039346656037  # FNV-1a 64 offset basis
     for line in lines:
         for b in (line + "\n").encode("utf-8", "surrogateescape"):
             h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF

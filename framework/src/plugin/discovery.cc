@@ -8,6 +8,8 @@
 // link itself).
 #include "ge/plugin/discovery.h"
 
+#include "ge/hash.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -685,18 +687,10 @@ Discovery DiscoverOne(const std::string& path, const DiscoverOptions& options, c
 
 namespace {
 
-constexpr uint64_t kFnvBasis = 1469598103934665603ULL;
-constexpr uint64_t kFnvPrime = 1099511628211ULL;
-
-void Fnv(uint64_t& h, const void* data, std::size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * kFnvPrime;
-}
-
 struct StampBuilder {
   Stamp s;
-  uint64_t inodes = kFnvBasis;
-  uint64_t hash = kFnvBasis;
+  Fnv1a64 inodes;  // relative names and inode numbers of the files
+  Fnv1a64 hash;    // relative names and contents (with_hash)
   bool with_hash = false;
 
   // One regular file's metadata.
@@ -705,9 +699,9 @@ struct StampBuilder {
     s.ctime_ns = std::max<int64_t>(s.ctime_ns, e.ctime_ns);
     s.size += e.size;
     s.files += 1;
-    Fnv(inodes, rel.data(), rel.size() + 1);
+    inodes.Add(rel.data(), rel.size() + 1);
     const uint64_t ino = e.ino;
-    Fnv(inodes, &ino, sizeof(ino));
+    inodes.Add(&ino, sizeof(ino));
   }
 
   void File(const std::string& full, const std::string& rel) {
@@ -715,11 +709,11 @@ struct StampBuilder {
     if (::stat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
     Meta(EntryStatOf(st), rel);
     if (!with_hash) return;
-    Fnv(hash, rel.data(), rel.size() + 1);
+    hash.Add(rel.data(), rel.size() + 1);
     const int fd = ::open(full.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return;
     char buf[65536];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) Fnv(hash, buf, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) hash.Add(buf, static_cast<std::size_t>(n));
     ::close(fd);
   }
 
@@ -756,12 +750,8 @@ Stamp ComputeStamp(const Candidate& c, bool with_hash) {
       }
     }
   }
-  b.s.inodes = b.inodes;
-  if (with_hash) {
-    char buf[17];
-    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(b.hash));
-    b.s.hash = buf;
-  }
+  b.s.inodes = b.inodes.Value();
+  if (with_hash) b.s.hash = b.hash.Hex();
   return b.s;
 }
 
@@ -769,7 +759,7 @@ Stamp DiscoveredStamp(const Candidate& c) {
   if (c.is_package || c.helpers || !c.entry_stat) return ComputeStamp(c, false);
   StampBuilder b;
   b.Meta(*c.entry_stat, "");
-  b.s.inodes = b.inodes;
+  b.s.inodes = b.inodes.Value();
   return b.s;
 }
 
