@@ -84,10 +84,10 @@ constexpr const char* kHelpTail =
     "  $XDG_CACHE_HOME/ge-plugin/listing-HASH.json\n"
     "                          a listing's own cache for an opp path no daemon or cache above holds (never\n"
     "                          the daemon's; HASH: of the opp path)\n"
-    "  PREFIX/libexec/ge-plugin/ge-plugin-scan\n"
+    "  " GE_INSTALL_FULL_LIBEXECDIR "/ge-plugin-scan\n"
     "                          the scanner child (internal)\n"
     "\n"
-    "Documentation: share/docs/registry.md (PREFIX/share/ge-plugin/docs/registry.md of the installation).\n";
+    "Documentation: " GE_INSTALL_FULL_DATADIR "/docs/registry.md (share/docs/registry.md of the source).\n";
 
 const std::set<std::string> kStatuses = {"ok", "error", "conflict", "crashed", "hung", "exited", "insecure", "missing"};
 

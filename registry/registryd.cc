@@ -106,12 +106,12 @@ constexpr const char* kHelpTail =
     "                          XDG_RUNTIME_DIR)\n"
     "  $XDG_CACHE_HOME/ge-plugin/registry.json\n"
     "                          a user's daemon's cache (~/.cache/ge-plugin/registry.json)\n"
-    "  PREFIX/lib/systemd/system/ge-plugin-registryd.service, ge-plugin-registryd.socket\n"
+    "  " GE_INSTALL_FULL_UNITDIR "/ge-plugin-registryd.service, ge-plugin-registryd.socket\n"
     "                          the systemd units\n"
-    "  PREFIX/libexec/ge-plugin/ge-plugin-scan\n"
+    "  " GE_INSTALL_FULL_LIBEXECDIR "/ge-plugin-scan\n"
     "                          the scanner child (internal)\n"
     "\n"
-    "Documentation: share/docs/registry.md (PREFIX/share/ge-plugin/docs/registry.md of the installation).\n";
+    "Documentation: " GE_INSTALL_FULL_DATADIR "/docs/registry.md (share/docs/registry.md of the source).\n";
 
 // Logs a warning at most once per interval for each key, counting the ones
 // suppressed in between: a client that makes accept fail cannot flood the log.
