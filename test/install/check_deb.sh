@@ -136,7 +136,7 @@ for page in man1/ge-run.1.gz man1/ge-plugin-ls.1.gz man8/ge-plugin-registryd.8.g
   grep -qF -- '\-\-version' <<<"$text" || fail "$page does not document --version"
   # Files are named where the package puts them, never by a placeholder.
   grep -q 'PREFIX' <<<"$text" && fail "$page names a file under a literal PREFIX"
-  grep -qF '/usr/libexec/ge-plugin/' <<<"$text" || [ "$page" = man1/ge-run.1.gz ] ||
+  grep -qE '/usr/libexec/ge(\\)?-plugin/' <<<"$text" || [ "$page" = man1/ge-run.1.gz ] ||
     fail "$page does not name the scanner at /usr/libexec/ge-plugin/"
 done
 echo "ok: man pages (NAME, SYNOPSIS, DESCRIPTION, OPTIONS, EXIT STATUS, ENVIRONMENT, FILES)"
