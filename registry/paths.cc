@@ -99,9 +99,6 @@ std::string Printable(const std::string& s) { return TerminalSafe(s); }
 // ---- which cache ----------------------------------------------------------------------------
 
 namespace {
-// The system daemon's cache (share/systemd/ge-plugin-registryd.service, CacheDirectory=).
-constexpr char kSystemCache[] = "/var/cache/ge-plugin-registry/registry.json";
-
 std::string Parent(const std::string& p) {
   const boost::filesystem::path bp(p);
   return bp.has_parent_path() ? bp.parent_path().string() : ".";
@@ -109,13 +106,6 @@ std::string Parent(const std::string& p) {
 }  // namespace
 
 std::string UserCacheFolder() { return Parent(UserCachePath()); }
-
-std::string DaemonCachePath() {
-  if (const char* e = std::getenv("GE_PLUGIN_REGISTRY_CACHE"); e && *e) return e;
-  if (const char* e = std::getenv("CACHE_DIRECTORY"); e && *e) return std::string(e) + "/registry.json";
-  if (::geteuid() == 0) return kSystemCache;
-  return UserCachePath();
-}
 
 ListingCaches ChooseListingCaches(const std::string& cache_option, const std::vector<std::string>& entries) {
   ListingCaches c;

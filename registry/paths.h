@@ -48,11 +48,8 @@ using ge::Fnv1a64;
 
 // ---- which cache (share/docs/registry.md, "Which cache") ------------------------------------
 
-// The cache the daemon reads and writes when --cache is not given:
-// $GE_PLUGIN_REGISTRY_CACHE, else $CACHE_DIRECTORY/registry.json (systemd),
-// else for root the system cache, else the user's own (UserCachePath(), never
-// the system cache, which another user cannot write).
-std::string DaemonCachePath();
+// DaemonCachePath (the cache the daemon reads and writes when --cache is not
+// given) is declared with DefaultCachePath in ge/registry/verdicts.h.
 
 // The caches a listing (ge-plugin-ls without a daemon) may use for the opp
 // path `entries`. `candidates` are read in order (the first holding exactly

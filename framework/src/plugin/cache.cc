@@ -76,7 +76,6 @@ std::optional<Cache> LoadCache(const std::string& path, std::string* why, bool l
 namespace ge::registry {
 
 namespace {
-constexpr char kSystemCache[] = "/var/cache/ge-plugin-registry/registry.json";
 bool PathExists(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0;
@@ -90,13 +89,21 @@ std::string UserCachePath() {
   return "/tmp/ge-plugin-registry-" + std::to_string(::geteuid()) + "/registry.json";
 }
 
-std::string DefaultCachePath() {
+std::string DaemonCachePath() {
   if (const char* e = std::getenv("GE_PLUGIN_REGISTRY_CACHE"); e && *e) return e;
   if (const char* e = std::getenv("CACHE_DIRECTORY"); e && *e) return std::string(e) + "/registry.json";
-  if (::geteuid() == 0) return kSystemCache;
-  const std::string user = UserCachePath();
-  if (!PathExists(user) && PathExists(kSystemCache)) return kSystemCache;
-  return user;
+  if (::geteuid() == 0) return kSystemCachePath;
+  return UserCachePath();
+}
+
+std::string DefaultCachePath() {
+  const char* env = std::getenv("GE_PLUGIN_REGISTRY_CACHE");
+  const std::string daemons = DaemonCachePath();
+  // A user whose own daemon never wrote a cache reads the system daemon's.
+  if (!(env && *env) && daemons == UserCachePath() && !PathExists(daemons) && PathExists(kSystemCachePath)) {
+    return kSystemCachePath;
+  }
+  return daemons;
 }
 
 std::function<std::string(const plugin::Candidate&)> CrashVerdicts(const std::string& cache_path, std::string* why_out) {

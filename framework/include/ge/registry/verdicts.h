@@ -13,9 +13,17 @@
 
 namespace ge::registry {
 
-// The cache the tools use by default: $GE_PLUGIN_REGISTRY_CACHE, else the
-// system daemon's (/var/cache/ge-plugin-registry/registry.json) for root or
-// when only it exists, else the user's ($XDG_CACHE_HOME or ~/.cache/ge-plugin/).
+// The system daemon's cache (its unit's CacheDirectory=, share/systemd/).
+inline constexpr char kSystemCachePath[] = "/var/cache/ge-plugin-registry/registry.json";
+
+// The cache a daemon reads and writes when --cache is not given:
+// $GE_PLUGIN_REGISTRY_CACHE, else $CACHE_DIRECTORY/registry.json (systemd),
+// else kSystemCachePath for root, else the user's own (UserCachePath(), never
+// the system cache, which another user cannot write).
+std::string DaemonCachePath();
+// The cache the tools read by default: DaemonCachePath(), except that a user
+// without a cache of their own (and no $GE_PLUGIN_REGISTRY_CACHE) reads the
+// system daemon's when it exists.
 std::string DefaultCachePath();
 // The user's own cache (XDG Base Directory): $XDG_CACHE_HOME/ge-plugin/registry.json,
 // else ~/.cache/ge-plugin/registry.json, else (no HOME)
