@@ -312,9 +312,8 @@ struct PluginHost::Impl {
           "HostOptions::default_isolation must be \"subinterpreter\", \"main\" or \"process\", got \"" +
           opts.default_isolation + "\"");
     }
-    if (!(opts.call_timeout_s > 0)) {
-      throw std::invalid_argument("HostOptions::call_timeout_s must be a positive number of seconds, got " +
-                                  std::to_string(opts.call_timeout_s));
+    if (const std::string problem = CallTimeoutProblem(opts.call_timeout_s); !problem.empty()) {
+      throw std::invalid_argument("HostOptions::call_timeout_s " + problem);
     }
     if (!opts.log_level.empty()) {
       auto level = ParseLogLevel(opts.log_level);
@@ -1017,6 +1016,11 @@ PluginReport PluginHost::LoadPlugin(const std::string& given) {
   std::vector<PluginReport> out = impl_->LoadBatch({c});
   impl_->reports.push_back(out.front());
   return out.front();
+}
+
+std::string CallTimeoutProblem(double seconds) {
+  if (seconds >= kMinCallTimeoutS && seconds <= kMaxCallTimeoutS) return "";
+  return fmt::format("must be from {:g} to {:g} seconds, got {:g}", kMinCallTimeoutS, kMaxCallTimeoutS, seconds);
 }
 
 std::string PluginHost::DeclaredIsolation(const std::string& given) {

@@ -1,6 +1,7 @@
 // worker_wire.cc: frames over a unix socket and the MessagePack encodings of descs, attributes, schemas and statuses.
 #include "worker_wire.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <poll.h>
@@ -13,7 +14,14 @@ namespace ge::host::wire {
 namespace {
 
 constexpr std::size_t kMaxFds = 4;
-constexpr uint32_t kMaxFrame = 1U << 31;
+// The largest frame either side accepts: a frame carries descriptions,
+// attributes and a task plan's kernel binaries, never tensor bytes (those stay
+// in the shared arenas), so 256 MiB is far above any real message, and a
+// length header past it (garbage on the channel) is refused at once.
+constexpr uint32_t kMaxFrame = 256U << 20;
+// A body is read in pieces of at most this many bytes, the buffer growing
+// only as bytes arrive: a length header that lies costs no memory up front.
+constexpr std::size_t kReadPiece = 1U << 20;
 
 bool WriteAll(int fd, const uint8_t* p, std::size_t n, const std::vector<int>& fds) {
   bool first = true;
@@ -103,7 +111,7 @@ std::vector<int64_t> DimsOf(const Shape& s) { return s.Dims(); }
 bool Send(int fd, const Json& message, const std::vector<int>& fds) {
   if (fds.size() > kMaxFds) return false;
   std::vector<uint8_t> body = Json::to_msgpack(message);
-  if (body.size() >= kMaxFrame) return false;
+  if (body.size() > kMaxFrame) return false;
   std::vector<uint8_t> frame(sizeof(uint32_t) + body.size());
   const uint32_t n = static_cast<uint32_t>(body.size());
   std::memcpy(frame.data(), &n, sizeof(n));
@@ -122,8 +130,8 @@ Received Receive(int fd, Clock::time_point deadline, Json& message, std::vector<
   if (r != Received::kOk) return r;
   uint32_t n = 0;
   std::memcpy(&n, buf.data(), sizeof(n));
-  if (n >= kMaxFrame) {
-    if (why) *why = "a frame of " + std::to_string(n) + " bytes (supported: below 2 GiB)";
+  if (n > kMaxFrame) {
+    if (why) *why = "a frame of " + std::to_string(n) + " bytes (supported: at most " + std::to_string(kMaxFrame) + ")";
     return Received::kError;
   }
   const std::size_t total = sizeof(uint32_t) + n;
@@ -131,9 +139,12 @@ Received Receive(int fd, Clock::time_point deadline, Json& message, std::vector<
     if (why) *why = std::to_string(got - total) + " bytes after a frame";
     return Received::kError;
   }
-  buf.resize(total);
-  if (got < total) {
-    r = ReadAll(fd, buf.data() + got, total - got, deadline, fds);
+  buf.resize(got);
+  while (buf.size() < total) {
+    const std::size_t at = buf.size();
+    const std::size_t piece = std::min(total - at, kReadPiece);
+    buf.resize(at + piece);
+    r = ReadAll(fd, buf.data() + at, piece, deadline, fds);
     if (r != Received::kOk) return r;
   }
   message = Json::from_msgpack(buf.begin() + sizeof(uint32_t), buf.end(), /*strict=*/true, /*allow_exceptions=*/false);

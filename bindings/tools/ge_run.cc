@@ -181,7 +181,7 @@ std::optional<int> ParseArgs(int argc, const char* const* argv, RunArgs& a, std:
       "isolation", po::value<std::string>(&a.isolation),
       "isolation of plugins that declare none: subinterpreter (default), main or process")(
       "call-timeout", po::value<double>(&a.call_timeout_s),
-      "seconds one op call of a process-isolated plugin may take before its worker is killed (default 60)")(
+      "seconds one op call of a process-isolated plugin may take before its worker is killed (default 60; 0.001 to 1e9)")(
       "log-level", po::value<std::string>(&a.log_level), "trace, debug, info, warn, error, off (default: GE_LOG_LEVEL or warn)");
   po::options_description hidden;
   hidden.add_options()("graph", po::value<std::string>(&a.graph_path));
@@ -220,8 +220,8 @@ std::optional<int> ParseArgs(int argc, const char* const* argv, RunArgs& a, std:
     if (a.isolation != "subinterpreter" && a.isolation != "main" && a.isolation != "process") {
       return usage("--isolation must be subinterpreter, main or process, got '" + TerminalSafe(Abbreviate(a.isolation)) + "'");
     }
-    if (!(a.call_timeout_s > 0) || a.call_timeout_s > 1e9) {
-      return usage("--call-timeout must be a positive number of seconds, got " + std::to_string(a.call_timeout_s));
+    if (const std::string problem = ge::host::CallTimeoutProblem(a.call_timeout_s); !problem.empty()) {
+      return usage("--call-timeout " + problem);
     }
     if (auto problem = UnknownSoc(a.soc)) {
       err << "ge-run: " << *problem << "\n";

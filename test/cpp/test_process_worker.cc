@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -265,10 +266,21 @@ BOOST_AUTO_TEST_CASE(default_isolation_process_and_call_timeout_are_checked) {
   BOOST_CHECK_EQUAL(c.y->GetAddr(), c.x.GetAddr());
   BOOST_CHECK_EQUAL(host.PythonCalls(), 1u);
 
-  OpRegistry reg2;
-  HostOptions bad = Opts({});
-  bad.call_timeout_s = 0;
-  BOOST_CHECK_THROW(PluginHost(bad, reg2), std::invalid_argument);
+  // Out of range: never a deadline that no call can meet or that overflows.
+  for (const double seconds : {0.0, -1.0, 1e-300, 1e10, std::numeric_limits<double>::infinity(),
+                               std::numeric_limits<double>::quiet_NaN()}) {
+    OpRegistry reg2;
+    HostOptions bad = Opts({});
+    bad.call_timeout_s = seconds;
+    try {
+      PluginHost h(bad, reg2);
+      BOOST_ERROR("call_timeout_s " << seconds << " was accepted");
+    } catch (const std::invalid_argument& e) {
+      BOOST_CHECK_MESSAGE(Contains(e.what(), "call_timeout_s must be from 0.001 to 1e+09 seconds, got "), e.what());
+    }
+  }
+  BOOST_CHECK(ge::host::CallTimeoutProblem(ge::host::kMinCallTimeoutS).empty());
+  BOOST_CHECK(ge::host::CallTimeoutProblem(ge::host::kMaxCallTimeoutS).empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_worker_that_cannot_start_is_a_load_error_naming_the_worker) {

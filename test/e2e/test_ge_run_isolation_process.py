@@ -101,7 +101,9 @@ def test_call_timeout_ends_a_hanging_call(ge_run, write_graph, tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--isolation", "thread"], "--isolation must be subinterpreter, main or process, got 'thread'"),
-    (["--call-timeout", "0"], "--call-timeout must be a positive number of seconds"),
+    (["--call-timeout", "0"], "--call-timeout must be from 0.001 to 1e+09 seconds, got 0"),
+    (["--call-timeout", "1e-300"], "--call-timeout must be from 0.001 to 1e+09 seconds, got 1e-300"),
+    (["--call-timeout", "1e30"], "--call-timeout must be from 0.001 to 1e+09 seconds, got 1e+30"),
     (["--call-timeout", "soon"], "call-timeout"),
 ])
 def test_bad_isolation_flags_are_usage_errors(ge_run, write_graph, args, message):

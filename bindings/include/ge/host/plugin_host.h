@@ -39,6 +39,18 @@ namespace ge::host {
 // they are left running and the interpreter is not finalized (never blocked on).
 inline constexpr double kThreadJoinTimeoutS = 0.5;
 
+// The range of HostOptions::call_timeout_s (and ge-run --call-timeout), in
+// seconds: below a millisecond no call could finish (even infer_meta crosses
+// to the worker and back); past 1e9 s (31 years) the deadline's clock
+// arithmetic would overflow.
+inline constexpr double kMinCallTimeoutS = 0.001;
+inline constexpr double kMaxCallTimeoutS = 1e9;
+
+// Empty when `seconds` is in that range, else the end of an error message:
+// "must be from 0.001 to 1e+09 seconds, got 1e+30" (NaN is out of range).
+// Pure; thread-safe.
+std::string CallTimeoutProblem(double seconds);
+
 struct HostOptions {
   // opp path entries (files or folders), in priority order. When empty and
   // use_env_opp_path is set, ASCEND_CUSTOM_OPP_PATH (':'-separated) is used.
@@ -62,8 +74,9 @@ struct HostOptions {
   std::string default_isolation = "subinterpreter";
   // Seconds one call of a process-isolated plugin's op may take; past it the
   // worker is killed and the call fails (restarted for the next one). Loading
-  // the plugin in a new worker may take this or 60 s, whichever is longer. Must be positive, else the constructor
-  // throws std::invalid_argument. Calls of in-process plugins (isolation
+  // the plugin in a new worker may take this or 60 s, whichever is longer.
+  // From kMinCallTimeoutS to kMaxCallTimeoutS, else the constructor throws
+  // std::invalid_argument naming both. Calls of in-process plugins (isolation
   // "subinterpreter" or "main") cannot be interrupted: no deadline applies.
   double call_timeout_s = 60.0;
   // Log level of every component ("trace" ... "off"); empty keeps the current
