@@ -59,11 +59,13 @@ def import_plugin(name, path, is_package, subinterpreter):
         refused = _loader.refused_extensions()
         abandon(name, before, subinterpreter)
         if refused:
-            fix = ("set isolation = \"main\" under [tool.ge-plugin] in the plugin's pyproject.toml" if is_package else
-                   "single-file plugins always run in a sub-interpreter: make it a package (a folder with "
-                   "__init__.py) whose pyproject.toml sets isolation = \"main\" under [tool.ge-plugin]")
+            # The refusal is the cause: its fix once, then the first line of
+            # what the import raised (numpy wraps the refusal in a long banner;
+            # the whole text stays in the traceback).
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             _reword(exc, f"import failed because extension module(s) {', '.join(refused)} cannot be loaded in a "
-                         f"sub-interpreter; {fix} ({exc})")
+                         f"sub-interpreter; {_loader.extension_fix(name, is_package)} "
+                         f"(the import raised: {first[:300]})")
             exc.__ge_kind__ = "extension"
         raise
     meta = _loader.module_metadata(module)

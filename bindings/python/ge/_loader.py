@@ -339,6 +339,18 @@ def _stdlib_dirs():
     return (os.path.realpath(os.path.dirname(os.__file__)) + os.sep,)
 
 
+def extension_fix(plugin_name, is_package):
+    """How to fix a compiled extension refused in a sub-interpreter: the one
+    text of the guard's ImportError and of the import's reworded error
+    (share/docs/plugin-authors.md, "Isolation")."""
+    if is_package:
+        return ("set isolation = \"main\" (the main interpreter, shared with the other main plugins) or "
+                "\"process\" (a worker process of its own) under [tool.ge-plugin] in the plugin's pyproject.toml")
+    return (f"turn it into a package (a folder '{plugin_name}/' with the code in __init__.py) whose pyproject.toml "
+            f"sets isolation = \"main\" or \"process\" under [tool.ge-plugin], or run every plugin in "
+            f"that isolation (ge-run --isolation)")
+
+
 def _install_extension_guard(plugin_name, is_package=True):
     """Refuse compiled extensions from outside the standard library in this
     (sub-)interpreter: on Python 3.11, numpy, Cython and PyO3 modules load in
@@ -349,13 +361,7 @@ def _install_extension_guard(plugin_name, is_package=True):
         return
     original = loader.create_module
     stdlib = _stdlib_dirs()
-    if is_package:
-        fix = "Set isolation = \"main\" under [tool.ge-plugin] in the plugin's pyproject.toml."
-    else:
-        # A single-file plugin has no pyproject.toml and always gets a sub-interpreter.
-        fix = (f"A single-file plugin always runs in a sub-interpreter: turn it into a package (a folder "
-               f"'{plugin_name}/' with the code in __init__.py) whose pyproject.toml sets "
-               f"isolation = \"main\" under [tool.ge-plugin].")
+    fix = extension_fix(plugin_name, is_package)
 
     def create_module(self, spec):
         origin = os.path.realpath(spec.origin or "")
@@ -364,7 +370,7 @@ def _install_extension_guard(plugin_name, is_package=True):
             raise ImportError(
                 f"plugin '{plugin_name}': extension module '{spec.name}' ({spec.origin}) cannot be loaded in a "
                 f"sub-interpreter: compiled extensions such as numpy load in only one interpreter per process. "
-                + fix,
+                f"To fix: {fix}.",
                 name=spec.name)
         return original(self, spec)
 
