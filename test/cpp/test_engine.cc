@@ -120,6 +120,21 @@ class DetailOp final : public EagerExecuteOp {
   }
 };
 
+// Fails with a located error (as a plugin's does): plugin, file, callback and a traceback.
+class WhereOp final : public EagerExecuteOp {
+ public:
+  graphStatus Execute(gert::EagerOpExecutionContext* ctx) override {
+    ErrorInfo e;
+    e.message = "plugin 'w' failed in its worker";
+    e.plugin = "w";
+    e.file = "/opp/w.py";
+    e.call_site = "execute";
+    e.traceback = "Traceback (most recent call last): ...";
+    ctx->SetError(Status::Error(std::move(e)));
+    return GRAPH_FAILED;
+  }
+};
+
 void RegisterTestOp(OpRegistry& reg, const std::string& op_type, std::vector<IrInput> inputs, std::vector<IrOutput> outputs,
                     std::vector<IrAttr> attrs, OpCreator creator) {
   auto s = std::make_shared<OpSchema>();
@@ -149,6 +164,8 @@ OpRegistry& Registry() {
                      {{"dim", AttrType::VT_INT, std::nullopt}}, [] { return std::make_shared<BadShapeOp>(); });
       RegisterTestOp(reg, "DetailCpp", {{"x", IrInputKind::kRequired}}, {{"y", IrOutputKind::kRequired}}, {},
                      [] { return std::make_shared<DetailOp>(); });
+      RegisterTestOp(reg, "WhereCpp", {{"x", IrInputKind::kRequired}}, {{"y", IrOutputKind::kRequired}}, {},
+                     [] { return std::make_shared<WhereOp>(); });
       RegisterTestOp(reg, "ThrowsCpp", {{"x", IrInputKind::kRequired}}, {{"y", IrOutputKind::kRequired}}, {},
                      []() -> std::shared_ptr<BaseCustomOp> { throw std::runtime_error("no licence for ThrowsCpp"); });
     }
@@ -778,6 +795,22 @@ BOOST_AUTO_TEST_CASE(set_error_details_are_said_once) {
   } catch (const EngineError& e) {
     BOOST_CHECK_EQUAL(std::string(e.what()), "node 'n' (DetailCpp): execute failed: custom detail xyz");
     BOOST_CHECK_EQUAL(e.details(), "");
+  }
+}
+
+// The details add where and the traceback; the message is not said again.
+BOOST_AUTO_TEST_CASE(error_details_add_where_and_traceback_only) {
+  json j = {{"inputs", {Input("x", {1})}}, {"nodes", {Node("n", "WhereCpp", {"x"})}}, {"outputs", {"n:0"}}};
+  Graph g = Parse(j);
+  Engine engine(Registry());
+  CompiledGraph cg = engine.Compile(g);
+  try {
+    engine.Run(cg);
+    BOOST_ERROR("Run accepted");
+  } catch (const EngineError& e) {
+    BOOST_CHECK_EQUAL(std::string(e.what()), "node 'n' (WhereCpp): execute failed: plugin 'w' failed in its worker");
+    BOOST_CHECK_EQUAL(e.details(),
+                      "(plugin 'w', file /opp/w.py, during execute)\nTraceback (most recent call last): ...");
   }
 }
 

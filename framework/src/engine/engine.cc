@@ -43,10 +43,13 @@ void CallOp(const GraphNode& n, const char* what, const std::string* source, ger
   if (code == GRAPH_SUCCESS) return;
   Status st = ctx.TakeError();
   if (!st.ok()) {
-    // Details only when they add to the message (a plugin, a location, a
-    // traceback): a bare SetError message is said once.
+    // Details only for what they add to the message (where: plugin,
+    // location, callback; a traceback): the message itself is said once.
     std::string details = st.Describe();
-    if (details == st.message()) details.clear();
+    if (details.compare(0, st.message().size(), st.message()) == 0) {
+      const std::size_t start = details.find_first_not_of(" \n", st.message().size());
+      details = start == std::string::npos ? std::string() : details.substr(start);
+    }
     throw EngineError(Kind::kOp, n.name, failed() + ": " + st.message(), std::move(details));
   }
   throw EngineError(Kind::kOp, n.name, failed() + ": returned graphStatus " + std::to_string(code));
