@@ -203,7 +203,7 @@ BOOST_AUTO_TEST_CASE(crash_exit_and_hang_fail_only_the_call_then_the_plugin_is_d
   const Call crash = Exec(reg, "ProcFault", {1, 1});
   BOOST_CHECK_NE(crash.rc, GRAPH_SUCCESS);
   BOOST_CHECK(!crash.y);  // nothing half-written reaches the outputs
-  for (const std::string part : {std::string("plugin 'proc_faulty'"), std::string("execute of op_type 'ProcFault'"),
+  for (const std::string& part : {std::string("plugin 'proc_faulty'"), std::string("execute of op_type 'ProcFault'"),
                                  std::string("died of signal 11"), "(pid " + std::to_string(first) + ")"}) {
     BOOST_CHECK_MESSAGE(Contains(crash.status.message(), part), crash.status.message() << " lacks " << part);
   }
