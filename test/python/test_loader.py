@@ -258,6 +258,13 @@ def test_bad_isolation_message(tmp_path):
         f"{pkg}/pyproject.toml: tool.ge-plugin.isolation: got 'threads', supported: subinterpreter, main, process")
 
 
+def test_a_misspelt_isolation_gets_a_suggestion(tmp_path):
+    pkg = write_pkg(tmp_path, '[tool.ge-plugin]\nisolation = "proccess"\n')
+    with pytest.raises(ValueError) as info:
+        _loader.read_metadata(pkg, True)
+    assert str(info.value).endswith("supported: subinterpreter, main, process (did you mean 'process'?)")
+
+
 # ---- extension guard -----------------------------------------------------------------------
 
 @pytest.fixture

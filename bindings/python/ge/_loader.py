@@ -87,8 +87,10 @@ def read_metadata(path, is_package):
         raise ValueError(f"{pp}: tool.ge-plugin.isolation must be a string ({', '.join(VALID_ISOLATIONS)}), "
                          f"got {type(iso).__name__} {iso!r}")
     if iso not in VALID_ISOLATIONS:
+        import difflib  # only on this error path: a plugin's interpreter never pays for it
+        close = difflib.get_close_matches(iso, VALID_ISOLATIONS, n=1)
         raise ValueError(f"{pp}: tool.ge-plugin.isolation: got {iso!r}, supported: "
-                         f"{', '.join(VALID_ISOLATIONS)}")
+                         f"{', '.join(VALID_ISOLATIONS)}" + (f" (did you mean {close[0]!r}?)" if close else ""))
     meta["isolation"] = iso
     meta["isolation_set"] = "isolation" in tool
     return meta
