@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "errors.h"
+#include "frame_context.h"
 #include "views.h"
 
 namespace ge::py {
@@ -297,6 +298,9 @@ Status CppErrorStatus(const CallSite& site, const std::exception& e) {
 
 namespace {
 
+template <typename Call>
+Status CheckNone(const CallSite& site, bool keep_python_error, Call&& call);
+
 // Runs `call` (returns a new reference or null with an error set) with each
 // (ContextVar, value) of [first, last) bound for its duration (reset
 // afterwards, in reverse order, keeping the callback's error pending), and
@@ -328,8 +332,18 @@ Status WithContextVars(const std::pair<PyObject*, PyObject*>* first, std::size_t
     }
     tokens[set] = OwnedRef::Steal(token);
   }
+  return CheckNone(site, keep_python_error, [&] {
+    PyObject* result = call();
+    reset();
+    return result;
+  });
+}
+
+// Runs `call` (returns a new reference or null with an error set) and checks
+// that it returned None.
+template <typename Call>
+Status CheckNone(const CallSite& site, bool keep_python_error, Call&& call) {
   OwnedRef result = OwnedRef::Steal(call());
-  reset();
   if (result.get() == nullptr) return PythonErrorStatus(site, keep_python_error);
   if (result.get() != Py_None) {
     const std::string text = site.method + " must return None, got " + Py_TYPE(result.get())->tp_name;
@@ -361,14 +375,15 @@ struct ViewSlot {
   V* view = nullptr;
 };
 
-bool OnlyFrameHolds(PyObject* obj);
+bool OnlyFrameHolds(PyObject* obj, Py_ssize_t frame_refs);
 
 // A borrowed reference to the slot's view for this call: the kept object,
-// re-pointed at `value()`, when nothing but the frame holds it (counted in
-// `reused`); else a new object from `make()` (a bp::object holding a V).
+// re-pointed at `value()`, when nothing but the frame holds it (its
+// `frame_refs` references; counted in `reused`); else a new object from
+// `make()` (a bp::object holding a V).
 template <typename V, typename Value, typename Make>
-PyObject* PointView(ViewSlot<V>& slot, Value&& value, Make&& make, std::size_t& reused) {
-  if (slot.obj && OnlyFrameHolds(slot.obj.get())) {
+PyObject* PointView(ViewSlot<V>& slot, Value&& value, Make&& make, std::size_t& reused, Py_ssize_t frame_refs = 1) {
+  if (slot.obj && OnlyFrameHolds(slot.obj.get(), frame_refs)) {
     *slot.view = value();
     ++reused;
     return slot.obj.get();
@@ -384,9 +399,9 @@ PyObject* PointView(ViewSlot<V>& slot, Value&& value, Make&& make, std::size_t& 
 // kept; any other is the plugin's now (it stays expired, on what it kept) and
 // leaves the frame.
 template <typename V>
-void ReleaseView(ViewSlot<V>& slot) noexcept {
+void ReleaseView(ViewSlot<V>& slot, Py_ssize_t frame_refs = 1) noexcept {
   if (!slot.obj) return;
-  if (OnlyFrameHolds(slot.obj.get())) {
+  if (OnlyFrameHolds(slot.obj.get(), frame_refs)) {
     // Field by field (no temporary View): the buffer's owner is let go and the
     // view holds the always-expired lease until it is re-pointed.
     V& view = *slot.view;
@@ -400,11 +415,13 @@ void ReleaseView(ViewSlot<V>& slot) noexcept {
   }
 }
 
-// True when nothing but the frame can reach `obj`: one reference, no weak
-// reference, no instance attribute set by a plugin. Only such a view may be
-// re-pointed at another call's data; any other stays as it is (expired).
-bool OnlyFrameHolds(PyObject* obj) {
-  if (Py_REFCNT(obj) != 1) return false;
+// True when nothing but the frame can reach `obj`: the frame's `frame_refs`
+// references only (its slot, and its Context's binding when that Context holds
+// it unshared: FrameContext::HoldsOnly), no weak reference, no instance
+// attribute set by a plugin. Only such a view may be re-pointed at another
+// call's data; any other stays as it is (expired).
+bool OnlyFrameHolds(PyObject* obj, Py_ssize_t frame_refs) {
+  if (Py_REFCNT(obj) != frame_refs) return false;
   PyTypeObject* type = Py_TYPE(obj);
   if (PyType_HasFeature(type, Py_TPFLAGS_MANAGED_DICT) || type->tp_weaklistoffset < 0 || type->tp_dictoffset < 0) {
     return false;  // not the layout of a Boost.Python instance: never re-pointed
@@ -459,6 +476,8 @@ struct ExecuteFrame::State {
   std::vector<AttrSlot> attrs;
   std::vector<ViewSlot<TensorView>> tensors;  // per flattened input instance
   ViewSlot<ExecCtxView> ctx;
+  // The Context execute runs in, binding the ContextVar to `ctx` (frame_context.h).
+  FrameContext context;
   std::vector<PyObject*> stack;  // the vectorcall arguments: [free slot][inputs][attrs]
   std::vector<OwnedRef> temps;   // objects of this call only (lists, tensor attributes)
   std::size_t reused = 0;
@@ -522,9 +541,14 @@ struct ExecuteFrame::State {
         [&] { return MakeTensor(t, t->Owner(), lease, /*read_only=*/false); }, reused);
   }
 
+  // References the frame has to the context view: its slot's, and its
+  // Context's when that Context binds it and shares it with nobody.
+  Py_ssize_t CtxRefs() const { return ctx.obj && context.HoldsOnly(ctx.obj.get()) ? 2 : 1; }
+
   PyObject* Ctx(EagerOpExecutionContext* c, const LeasePtr& lease) {
     return PointView(
-        ctx, [&] { return ExecCtxView{c, nullptr, lease, false}; }, [&] { return MakeExecCtx(c, lease); }, reused);
+        ctx, [&] { return ExecCtxView{c, nullptr, lease, false}; }, [&] { return MakeExecCtx(c, lease); }, reused,
+        CtxRefs());
   }
 
   // The end of a call (its lease already expired): drops the objects of this
@@ -533,7 +557,7 @@ struct ExecuteFrame::State {
   void EndCall() noexcept {
     temps.clear();
     for (auto& slot : tensors) ReleaseView(slot);
-    ReleaseView(ctx);
+    ReleaseView(ctx, CtxRefs());
   }
 
   // The lease of a new call: the last one when nothing else shares it.
@@ -547,6 +571,7 @@ struct ExecuteFrame::State {
     for (auto& slot : tensors) slot.obj.Reset();
     tensors.clear();
     ctx.obj.Reset();
+    context.Reset();
     for (auto& a : attrs) a.obj.Reset();
     attrs.clear();
     kwnames.Reset();
@@ -614,11 +639,28 @@ Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContex
     }
     const RuntimeAttrs& attrs = *ctx->GetAttrs();
     for (std::size_t i = 0; i < n_attr; ++i) args[n_in + i] = f->Attr(i, attrs.At(i), lease);
-    const std::pair<PyObject*, PyObject*> binding{ctx_var, f->Ctx(ctx, lease)};
+    PyObject* view = f->Ctx(ctx, lease);
     PyObject* kwnames = f->kwnames.get();
-    return WithContextVars(&binding, 1, site, keep_python_error, [&] {
-      return PyObject_Vectorcall(method, args, n_in | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
-    });
+    auto call = [&] { return PyObject_Vectorcall(method, args, n_in | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames); };
+    // The op's own frame runs the callback in its Context, where the
+    // ContextVar already binds the view: no token, no new mapping per call.
+    // ContextVars the callback sets stay in that Context for the op's later
+    // calls (share/docs/plugin-authors.md, get_execute_ctx). A temporary frame
+    // (re-entrant call, another thread inside the frame) or a Context that
+    // cannot be entered uses set/reset on the caller's context instead.
+    if (!end.scratch) {
+      bool set_failed = false;
+      if (f->context.Enter(ctx_var, view, &set_failed)) {
+        return CheckNone(site, keep_python_error, [&] {
+          PyObject* result = call();
+          f->context.Exit(ctx_var);
+          return result;
+        });
+      }
+      if (set_failed) return PythonErrorStatus(site, keep_python_error);
+    }
+    const std::pair<PyObject*, PyObject*> binding{ctx_var, view};
+    return WithContextVars(&binding, 1, site, keep_python_error, call);
   } catch (const bp::error_already_set&) {
     return PythonErrorStatus(site, keep_python_error);
   } catch (const std::exception& e) {

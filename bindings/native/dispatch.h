@@ -93,11 +93,18 @@ Status CppErrorStatus(const CallSite& site, const std::exception& e);
 //    the plugin kept it nowhere, no weak reference, no instance attributes) is
 //    kept and re-pointed at the next call's tensor; any other is dropped from
 //    the frame, stays expired for whoever holds it, and a new view is made.
+//  - a contextvars.Context (frame_context.h), made at the first call as a copy
+//    of the context current then, with `ctx_var` bound to the context view:
+//    execute runs inside it (PyContext_Enter/Exit, nothing allocated per
+//    call). Its binding counts as the frame's own reference to the view while
+//    no contextvars copy shares the Context's mapping. ContextVars a callback
+//    sets in it stay set for the op's later calls.
 //
 // One frame per op object (PythonOpAdapter), used only with the GIL held in the
 // interpreter of its op. A call that finds the frame in use (a second thread
 // calling the same op while the first one's callback runs) uses a temporary
-// frame instead. Reset() drops every Python object (its interpreter current,
+// frame instead (with `ctx_var` set and reset in the caller's context).
+// Reset() drops every Python object (its interpreter current,
 // GIL held); a frame destroyed while still holding some leaks them and logs an
 // error (InterpreterRef, py_ref.h).
 class ExecuteFrame {

@@ -743,6 +743,54 @@ BOOST_AUTO_TEST_CASE(views_kept_by_a_plugin_stay_expired) {
   BOOST_CHECK((call(kNothing, 12) == V{3, 0, 0, 0, 12}));
 }
 
+// The host runs each op's execute in the op's own contextvars.Context, made
+// once as a copy of the context current at its first call, with the execute
+// context bound in it (bindings/native/frame_context.h): the plugin sees what
+// it set in the main context at import, threads running a copy of the context
+// see the execute context during the call, nested calls restore the outer
+// binding, copies kept after the call (also a copy that shares parts of the
+// Context's mapping) never see a later call's context, a second thread inside
+// the same op while the first one sleeps gets its own, and (the documented
+// difference, share/docs/plugin-authors.md) a ContextVar set inside execute is
+// still set at the op's next call.
+BOOST_AUTO_TEST_CASE(execute_runs_in_the_op_context) {
+  Loaded l({Case("frame_ctx")});
+  Expect(l.reports, "frame_ctx", "ok");
+  using V = std::vector<float>;
+  // y per mode: plugins/testing/host/frame_ctx/frame_ctx.py.
+  auto call = [&](float mode, float value) {
+    V y = ExecFloats(l.registry, "HostFrameCtx", {mode, value, 0, 0, 0});
+    BOOST_TEST_MESSAGE("mode " << mode << ": " << y[0] << " " << y[1] << " " << y[2] << " " << y[3] << " " << y[4]);
+    return y;
+  };
+  BOOST_CHECK((call(0, 0) == V{11, 7, 1, 1, -1}));
+  BOOST_CHECK((call(0, 0) == V{11, 7, 1, 1, -1}));
+  BOOST_CHECK((call(1, 5) == V{0, 0, 0, 0, 5}));
+  BOOST_CHECK((call(0, 0) == V{11, 7, 1, 1, 5}));  // set inside execute: kept for the op's later calls
+  BOOST_CHECK((call(2, 0) == V{1, 1, 1, 0, 0}));   // nested: the outer context is bound again
+  BOOST_CHECK((call(4, 3) == V{0, 0, 0, 0, 0}));
+  BOOST_CHECK((call(6, 0) == V{0, 1, 0, 0, 0}));  // the changed copy shares the mapping's nodes
+  BOOST_CHECK((call(6, 0) == V{0, 1, 0, 0, 0}));
+  BOOST_CHECK((call(5, 0) == V{0, 1, 0, 0, 0}));
+  BOOST_CHECK((call(6, 0) == V{0, 2, 0, 0, 0}));
+  BOOST_CHECK((call(6, 0) == V{0, 2, 0, 0, 0}));
+  BOOST_CHECK((call(0, 0) == V{11, 7, 1, 1, 5}));
+  // Two threads in the op at once (the first sleeps with the GIL released):
+  // each reads its own input through get_execute_ctx().
+  std::vector<V> got(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      ExecResult r = Execute(l.registry, "HostFrameCtx", {3, float(t + 20), 0, 0, 0});
+      if (r.status.ok() && r.y) got[t] = V(r.y->Data<float>(), r.y->Data<float>() + r.y->GetShapeSize());
+    });
+  }
+  for (auto& th : threads) th.join();
+  BOOST_CHECK((got[0] == V{20, 1, 0, 0, 0}));
+  BOOST_CHECK((got[1] == V{21, 1, 0, 0, 0}));
+  BOOST_CHECK((call(0, 0) == V{11, 7, 1, 1, 5}));
+}
+
 BOOST_AUTO_TEST_CASE(python_calls_are_counted) {
   Loaded l({Case("good")});
   const uint64_t before = l.host->PythonCalls();

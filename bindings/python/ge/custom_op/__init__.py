@@ -51,6 +51,11 @@ __all__ = [
 # resets it afterwards (nested calls restore the outer binding); the context
 # object itself expires when the callback ends, so a copy of this context taken
 # inside a callback (contextvars.copy_context()) sees no active binding later.
+# execute is the exception to the set/reset: it runs in the op's own Context
+# (made at its first call, a copy of the context current then) where the host
+# keeps _EXECUTE_CTX bound to the op's reusable context object, inactive
+# between calls; ContextVars set inside execute stay in that Context for the
+# op's later calls (bindings/native/frame_context.h, share/docs/plugin-authors.md).
 _EXECUTE_CTX = _contextvars.ContextVar("ge.custom_op.execute_ctx", default=None)
 _COMPILE_CTX = _contextvars.ContextVar("ge.custom_op.compile_ctx", default=None)
 _COMPILE_PLATFORM = _contextvars.ContextVar("ge.custom_op.compile_platform", default=None)
@@ -62,6 +67,9 @@ def get_execute_ctx() -> EagerOpExecutionContext:
 
     Borrowed: valid until that ``execute`` returns. Raises RuntimeError outside
     ``execute`` (also from a copied context once the callback has ended).
+    In the host, ``execute`` runs in the op's own contextvars.Context: a
+    ContextVar set inside ``execute`` is still set at the op's next call
+    (share/docs/plugin-authors.md).
     """
     ctx = _EXECUTE_CTX.get()
     if ctx is None or not ctx._is_active():
