@@ -16,7 +16,9 @@
 // plugin, role "scan" (RunScan below: the same lines on the request's
 // channel). It lives in this binary because the scan role and the Python host
 // are already linked here (one libexec program to find and install); the
-// engine's "worker" role, in ge_host, is one more line in kRoles.
+// engine's "worker" role (ge::host::RunWorker, in ge_host) is one more line
+// in kRoles; the engine starts its zygote with `--python-dir DIR`, its own ge
+// package, so that its workers' Python is the engine's.
 // After each import the scanner looks for threads the plugin left running:
 // one still using CPU marks the plugin "hung" (error kind "busy_thread";
 // share/docs/registry.md, "Statuses").
@@ -50,6 +52,7 @@
 #include "ge/runtime/types.h"
 #include "ge/plugin/record.h"
 #include "ge/text.h"
+#include "process_worker.h"
 
 using nlohmann::json;
 
@@ -217,6 +220,7 @@ struct ScanConfig {
   std::vector<std::pair<std::string, std::string>> failed_libraries;  // ScanOptions::failed_libraries
   std::vector<std::string> paths;  // after "--" (zygote requests); stdin otherwise
   bool zygote = false;
+  std::string python_dir;  // --python-dir (the zygote's ge package; empty: HostOptions::python_dir's rules)
 };
 
 ScanConfig ParseArgs(const std::vector<std::string>& args) {
@@ -230,6 +234,7 @@ ScanConfig ParseArgs(const std::vector<std::string>& args) {
     if (a == "--log-level" && i + 1 < args.size()) c.log_level = args[++i];
     if (a == "--allow-insecure") c.allow_insecure = true;
     if (a == "--zygote") c.zygote = true;
+    if (a == "--python-dir" && i + 1 < args.size()) c.python_dir = args[++i];
     if (a == "--prototype-library" && i + 1 < args.size()) c.prototype_libraries.push_back(args[++i]);
     if (a == "--failed-library" && i + 2 < args.size()) {
       c.failed_libraries.emplace_back(args[i + 1], args[i + 2]);
@@ -329,12 +334,13 @@ int RunScan(int channel_fd, const std::vector<std::string>& args) {
 const ge::host::ZygoteRoles& Roles() {
   static const ge::host::ZygoteRoles kRoles = {
       {"scan", RunScan},
+      {"worker", ge::host::RunWorker},  // the engine's plugin workers (isolation "process")
   };
   return kRoles;
 }
 
 // `ge-plugin-scan --zygote`: serves the zygote on descriptor 3.
-int Zygote() {
+int Zygote(const std::string& python_dir) {
   constexpr int kSocket = 3;
   // Python cannot start in a folder that is gone; every path loaded is absolute.
   boost::system::error_code cwd_ec;
@@ -342,7 +348,7 @@ int Zygote() {
   if (cwd_ec && ::chdir("/") != 0) std::cerr << "ge-plugin-scan: cannot change to /: " << std::strerror(errno) << "\n";
   ge::host::ZygoteForkHooks hooks;
   try {
-    hooks = ge::host::PreparePythonForFork();
+    hooks = ge::host::PreparePythonForFork(python_dir);
   } catch (const std::exception& e) {
     ge::host::RefuseZygote(kSocket, std::string("ge-plugin-scan --zygote: ") + e.what());
     ::_exit(1);
@@ -356,7 +362,7 @@ int Zygote() {
 
 int main(int argc, char** argv) {
   const ScanConfig cfg = ParseArgs(std::vector<std::string>(argv + 1, argv + argc));
-  if (cfg.zygote) return Zygote();
+  if (cfg.zygote) return Zygote(cfg.python_dir);
   // Results on a private, high-numbered duplicate of stdout; fd 1 -> stderr.
   int res_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 200);
   if (res_fd < 0) res_fd = ::dup(STDOUT_FILENO);

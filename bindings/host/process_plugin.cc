@@ -3,9 +3,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <signal.h>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 
 #include "ge/text.h"
@@ -58,7 +58,8 @@ std::vector<uint64_t> WorkerLink::TakeFrees() {
   return out;
 }
 
-ProcessPlugin::ProcessPlugin(ProcessPluginConfig cfg, Loaded* loaded) : cfg_(std::move(cfg)) {
+ProcessPlugin::ProcessPlugin(ProcessPluginConfig cfg, Loaded* loaded)
+    : cfg_(std::move(cfg)), launcher_(WorkerLauncher::Shared(cfg_.python_dir)) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string why;
   link_ = StartWorker(loaded, &why);
@@ -87,7 +88,8 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
   try {
     engine = EngineArena();
     link->arena = SharedMapping::Create("ge-worker-arena", kWorkerArenaBytes);
-    link->pid = SpawnWorker(WorkerExecutable(), &link->fd);
+    link->started = launcher_->Start(&link->fd);
+    link->pid = link->started.pid;
   } catch (const std::exception& e) {
     *why = e.what();
     return nullptr;
@@ -144,32 +146,27 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
 std::string ProcessPlugin::Reap(bool kill_now) {
   if (!link_ || !link_->alive) return "ended";
   link_->alive = false;
-  const pid_t pid = link_->pid;
   if (link_->fd >= 0) {
     ::close(link_->fd);
     link_->fd = -1;
   }
-  int st = 0;
+  const StartedWorker w = link_->started;
+  std::string lost;
+  // After a SIGKILL the end is near; 30 s bounds a wait on an unkillable one.
+  constexpr double kAfterKillS = 30.0;
   if (kill_now) {
-    ::kill(pid, SIGKILL);
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
+    launcher_->Kill(w);
+    launcher_->WaitExit(w, DeadlineAfter(kAfterKillS), &lost);
     return "was killed";
   }
   // It closed its end or we closed ours: it is ending; give it a moment, then make sure.
-  const auto until = DeadlineAfter(std::max(cfg_.join_timeout_s, 0.0) + 2.0);
-  for (;;) {
-    const pid_t r = ::waitpid(pid, &st, WNOHANG);
-    if (r == pid) return DescribeWait(st);
-    if (r < 0 && errno != EINTR) return "ended (it cannot be waited for: " + std::string(std::strerror(errno)) + ")";
-    if (Clock::now() >= until) {
-      ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-      }
-      return "stopped answering and was killed";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  if (std::optional<int> st = launcher_->WaitExit(w, DeadlineAfter(std::max(cfg_.join_timeout_s, 0.0) + 2.0), &lost)) {
+    return DescribeWait(*st);
   }
+  if (!lost.empty()) return "ended (" + lost + ")";
+  launcher_->Kill(w);
+  launcher_->WaitExit(w, DeadlineAfter(kAfterKillS), &lost);
+  return "stopped answering and was killed";
 }
 
 void ProcessPlugin::EndWorker(bool kill_now) {

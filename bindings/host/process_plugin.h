@@ -10,8 +10,12 @@
 // hands the engine: the same capability interfaces, mask and schema as the
 // plugin's op in its worker. share/docs/host-design.md, "Process isolation".
 //
+// Workers are started by the process's WorkerLauncher (worker_launcher.h):
+// forked from its zygote, or posix_spawn'ed.
+//
 // Thread-safety: calls to one plugin serialize on its lock (one worker serves
-// one call at a time); no Python and no interpreter lock in this process.
+// one call at a time; the launcher's lock is taken under it, never the other
+// way); no Python and no interpreter lock in this process.
 #pragma once
 
 #include <algorithm>
@@ -29,6 +33,7 @@
 #include "ge/op/custom_op.h"
 #include "ge/plugin/record.h"
 #include "shared_arena.h"
+#include "worker_launcher.h"
 #include "worker_wire.h"
 
 namespace ge::host {
@@ -62,6 +67,7 @@ struct ProcessOpInfo {
 // (sent with the next request). Output tensors keep it alive.
 struct WorkerLink {
   pid_t pid = -1;
+  StartedWorker started;  // how it was started (forked by the zygote or spawned): how it is reaped
   int fd = -1;
   std::shared_ptr<SharedMapping> arena;
   std::mutex frees_mu;
@@ -109,6 +115,7 @@ class ProcessPlugin {
   double LoadTimeout() const noexcept { return std::max(cfg_.call_timeout_s, kMinLoadTimeoutS); }
 
   ProcessPluginConfig cfg_;
+  std::shared_ptr<WorkerLauncher> launcher_;  // shared by every process plugin (one zygote)
   std::mutex mu_;
   std::shared_ptr<WorkerLink> link_;
   std::deque<std::chrono::steady_clock::time_point> restarts_;

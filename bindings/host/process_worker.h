@@ -19,9 +19,10 @@ namespace ge::host {
 // then serves one request at a time until the engine closes the socket.
 // Returns the process exit code (0 after a clean end, 2 for a protocol
 // error). `args` are the worker's own command-line words after the channel
-// (none are defined yet; unknown ones are an error). A library function so
-// that a pre-initialized launcher can run the same entry for its "worker"
-// role. Owns `channel_fd`. Call on the process's main thread, once.
+// (none are defined yet; unknown ones are an error). A library function: the
+// ge-plugin-worker executable and the zygote's "worker" role
+// (`ge-plugin-scan --zygote`, worker_launcher.h) run the same entry.
+// Owns `channel_fd`. Call on the process's main thread, once.
 int RunWorker(int channel_fd, const std::vector<std::string>& args);
 
 // The worker executable: $GE_PLUGIN_WORKER, else the installed
@@ -32,9 +33,9 @@ std::string WorkerExecutable();
 // Starts one worker process running `exe` with one end of a new socketpair as
 // its channel; returns its pid and stores the engine's end (close-on-exec) in
 // *channel. The engine is never forked (it has threads): posix_spawn of a
-// small executable. Every worker start goes through this function (the seam
-// where a pre-initialized launcher can take over). Throws std::runtime_error
-// naming the failed call.
+// small executable. Called by WorkerLauncher (worker_launcher.h) when a
+// worker is not forked from its zygote. Throws std::runtime_error naming the
+// failed call.
 pid_t SpawnWorker(const std::string& exe, int* channel);
 
 }  // namespace ge::host

@@ -75,12 +75,14 @@ int ReceiveMessage(int sock, std::string* text, std::vector<int>* fds, bool dont
     n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | (dontwait ? MSG_DONTWAIT : 0));
   } while (n < 0 && errno == EINTR);
   if (n < 0) return -1;
+  std::size_t got = 0;  // descriptors attached (kept in *fds, or closed)
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
     const std::size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
     for (std::size_t i = 0; i < k; ++i) {
       int fd;
       std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      ++got;
       if (fds) {
         fds->push_back(fd);
       } else {
@@ -89,7 +91,10 @@ int ReceiveMessage(int sock, std::string* text, std::vector<int>* fds, bool dont
     }
   }
   text->resize(static_cast<std::size_t>(n));
-  if (n == 0 && fds && fds->empty()) return 0;  // SEQPACKET: a zero-length read is the peer's close
+  // SEQPACKET: a zero-length read without descriptors is the peer's close
+  // (also when the caller takes no descriptors: else a reader looping until
+  // "nothing more" would spin on a closed socket).
+  if (n == 0 && got == 0) return 0;
   return 1;
 }
 

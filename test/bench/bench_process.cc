@@ -7,7 +7,10 @@
 // users). For scale, the floor of any design that wakes another process per
 // call: an 8-byte round trip over a unix socketpair to a child doing nothing
 // else (forked before anything else starts). Figures, not pass/fail.
-// Usage: ge-bench-process [--rounds N] [--calls N]
+// Worker start-up: a load of the plugin in a new worker, forked from the
+// engine's zygote (the default) beside posix_spawn'ed (GE_PLUGIN_WORKER_ZYGOTE=0),
+// and the RSS/PSS of both kinds of worker.
+// Usage: ge-bench-process [--rounds N] [--calls N] [--loads N]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -74,24 +77,75 @@ long Kb(const std::string& file, const std::string& field) {
   return -1;
 }
 
-// The pids of this process's children whose name starts with ge-plugin-work.
-std::vector<int> Workers() {
+// The children of `pid` (/proc/PID/task/*/children).
+std::vector<int> Children(int pid) {
   std::vector<int> out;
-  DIR* d = ::opendir("/proc/self/task");
+  const std::string task = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(task.c_str());
   if (d == nullptr) return out;
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] == '.') continue;
-    std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/children");
-    int pid = 0;
-    while (in >> pid) {
-      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-      std::string name;
-      comm >> name;
-      if (name.rfind("ge-plugin-work", 0) == 0) out.push_back(pid);
-    }
+    std::ifstream in(task + "/" + e->d_name + "/children");
+    for (int child = 0; in >> child;) out.push_back(child);
   }
   ::closedir(d);
   return out;
+}
+
+std::string Comm(int pid) {
+  std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  comm >> name;
+  return name;
+}
+
+// The plugin workers: spawned ones are this process's children named
+// ge-plugin-work*; forked ones are the children of its zygote (a child named
+// ge-plugin-scan), whose pid goes to *zygote.
+struct WorkerPids {
+  std::vector<int> spawned, forked;
+  int zygote = -1;
+};
+WorkerPids Workers() {
+  WorkerPids w;
+  for (int pid : Children(::getpid())) {
+    const std::string name = Comm(pid);
+    if (name.rfind("ge-plugin-work", 0) == 0) w.spawned.push_back(pid);
+    if (name == "ge-plugin-scan") {
+      w.zygote = pid;
+      w.forked = Children(pid);
+    }
+  }
+  return w;
+}
+
+// Prints RSS and PSS of each of `pids` and their mean.
+void PrintMemory(const char* what, const std::vector<int>& pids, const char* goal = " (goal: at most 20 MiB)") {
+  double rss = 0, pss = 0;
+  for (int pid : pids) {
+    const std::string p = "/proc/" + std::to_string(pid);
+    const double r = Kb(p + "/status", "VmRSS:") / 1024.0, s = Kb(p + "/smaps_rollup", "Pss:") / 1024.0;
+    std::printf("%s pid %d: RSS %.1f MiB%s, PSS %.1f MiB\n", what, pid, r, goal, s);
+    rss += r;
+    pss += s;
+  }
+  if (pids.size() > 1) {
+    std::printf("%s mean of %zu: RSS %.1f MiB, PSS %.1f MiB\n", what, pids.size(), rss / pids.size(), pss / pids.size());
+  }
+}
+
+// Median milliseconds of `n` loads of the plugin in a new worker each (the
+// worker's start and the plugin's import); the hosts are kept in *keep, so
+// their workers stay for the memory figures.
+double LoadMs(int n, std::vector<std::unique_ptr<Loaded>>* keep) {
+  std::vector<double> ms;
+  for (int i = 0; i < n; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    keep->push_back(std::make_unique<Loaded>("process"));
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
 }
 
 // Median nanoseconds of one 8-byte round trip to an echoing child process.
@@ -129,13 +183,14 @@ double SocketRoundTripNs(int rounds, int calls) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rounds = 5, calls = 2000;
+  int rounds = 5, calls = 2000, loads = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
     else if (a == "--calls") calls = std::max(1, std::atoi(argv[i + 1]));
+    else if (a == "--loads") loads = std::max(1, std::atoi(argv[i + 1]));
     else {
-      std::fprintf(stderr, "ge-bench-process: unknown option %s (supported: --rounds N, --calls N)\n", a.c_str());
+      std::fprintf(stderr, "ge-bench-process: unknown option %s (supported: --rounds N, --calls N, --loads N)\n", a.c_str());
       return 2;
     }
   }
@@ -154,11 +209,22 @@ int main(int argc, char** argv) {
     std::printf("socketpair round trip to a child:     %10.0f ns (%.2fx the sub-interpreter call: the floor of one\n"
                 "                                      wake-up per call; the worker call is %.2fx it)\n",
                 ns_socket, ns_socket / ns_sub, ns_proc / ns_socket);
-    for (int pid : Workers()) {
-      const std::string p = "/proc/" + std::to_string(pid);
-      std::printf("worker pid %d: RSS %.1f MiB (goal: at most 20 MiB), PSS %.1f MiB\n", pid,
-                  Kb(p + "/status", "VmRSS:") / 1024.0, Kb(p + "/smaps_rollup", "Pss:") / 1024.0);
-    }
+    // Worker start-up, forked from the zygote (the default; `proc` keeps the
+    // zygote) against posix_spawn'ed (GE_PLUGIN_WORKER_ZYGOTE=0, the peer).
+    std::vector<std::unique_ptr<Loaded>> forked, spawned;
+    const double ms_forked = LoadMs(loads, &forked);
+    ::setenv("GE_PLUGIN_WORKER_ZYGOTE", "0", 1);
+    const double ms_spawned = LoadMs(loads, &spawned);
+    ::unsetenv("GE_PLUGIN_WORKER_ZYGOTE");
+    std::printf("process plugin load (worker start + import), forked from the zygote: %8.1f ms (median of %d)\n",
+                ms_forked, loads);
+    std::printf("process plugin load (worker start + import), posix_spawn:           %8.1f ms (median of %d)\n",
+                ms_spawned, loads);
+    std::printf("ratio forked / spawned:                                              %8.2fx\n", ms_forked / ms_spawned);
+    const WorkerPids w = Workers();
+    if (w.zygote > 0) PrintMemory("zygote", {w.zygote}, "");
+    PrintMemory("forked worker", w.forked);
+    PrintMemory("spawned worker", w.spawned);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ge-bench-process: %s\n", e.what());
     return 1;

@@ -12,10 +12,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -312,4 +315,108 @@ BOOST_AUTO_TEST_CASE(an_import_error_in_the_worker_is_reported_as_in_process) {
   BOOST_CHECK_MESSAGE(Contains(r.error.file, "__init__.py") && r.error.line == 2, r.error.file << ":" << r.error.line);
   BOOST_CHECK(!r.error.traceback.empty());
   BOOST_CHECK(reg.ListOpTypes().empty());
+}
+
+// ---- workers forked from the engine's zygote (bindings/host/worker_launcher.h) --------------
+
+namespace {
+
+// The parent pid of `pid` (/proc/PID/stat, the field after the state); -1 when it is gone.
+pid_t ParentOf(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(text.substr(close + 1));
+  std::string state;
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+std::string CmdLine(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::replace(s.begin(), s.end(), '\0', ' ');
+  return s;
+}
+
+// Waits until `pid` is gone or a zombie (a kill lands asynchronously).
+void AwaitEnd(pid_t pid) {
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (!stat || close == std::string::npos || text.compare(close + 1, 3, " Z ") == 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  BOOST_FAIL("process " << pid << " did not end within 10 s");
+}
+
+// Checks that `worker` is a child of a `ge-plugin-scan --zygote` that is this process's child; returns the zygote.
+pid_t CheckForkedFromZygote(pid_t worker) {
+  const pid_t zygote = ParentOf(worker);
+  BOOST_CHECK_NE(zygote, ::getpid());
+  BOOST_CHECK_MESSAGE(Contains(CmdLine(zygote), "ge-plugin-scan --zygote"), CmdLine(zygote));
+  BOOST_CHECK_EQUAL(ParentOf(zygote), ::getpid());  // a helper the engine started, not a fork of it
+  return zygote;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(workers_are_forked_from_a_zygote_and_a_crash_still_names_the_signal) {
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  LoadFaulty(host);
+  const pid_t first = PidOf(Exec(reg, "ProcFault", {4}));
+  const pid_t zygote = CheckForkedFromZygote(first);
+
+  const Call crash = Exec(reg, "ProcFault", {1});
+  for (const std::string part : {std::string("died of signal 11 (Segmentation fault)"), "(pid " + std::to_string(first) + ")"}) {
+    BOOST_CHECK_MESSAGE(Contains(crash.status.message(), part), crash.status.message() << " lacks " << part);
+  }
+  const Call exited = Exec(reg, "ProcFault", {2});
+  BOOST_CHECK_MESSAGE(Contains(exited.status.message(), "exited with code 3"), exited.status.message());
+  // The zygote outlives its workers' faults: the next worker is its child too.
+  const pid_t next = PidOf(Exec(reg, "ProcFault", {4}));
+  BOOST_CHECK_NE(next, first);
+  BOOST_CHECK_EQUAL(ParentOf(next), zygote);
+}
+
+BOOST_AUTO_TEST_CASE(a_zygote_killed_between_calls_is_restarted_once_then_workers_are_spawned) {
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  LoadFaulty(host);
+  const pid_t w1 = PidOf(Exec(reg, "ProcFault", {4}));
+  const pid_t z1 = CheckForkedFromZygote(w1);
+  BOOST_REQUIRE_EQUAL(::kill(z1, SIGKILL), 0);
+  AwaitEnd(w1);  // its workers die with it (PR_SET_PDEATHSIG)
+
+  // The call that finds the worker gone succeeds, in a worker of a new zygote.
+  const Call after = Exec(reg, "ProcFault", {4});
+  BOOST_REQUIRE_MESSAGE(after.rc == GRAPH_SUCCESS, after.status.message());
+  const pid_t w2 = PidOf(after);
+  const pid_t z2 = CheckForkedFromZygote(w2);
+  BOOST_CHECK_NE(z2, z1);
+
+  // Gone again: no third zygote; workers are posix_spawn'ed by the engine from now on.
+  BOOST_REQUIRE_EQUAL(::kill(z2, SIGKILL), 0);
+  AwaitEnd(w2);
+  const pid_t w3 = PidOf(Exec(reg, "ProcFault", {4}));
+  BOOST_CHECK_EQUAL(ParentOf(w3), ::getpid());
+  BOOST_CHECK_MESSAGE(Contains(CmdLine(w3), "ge-plugin-worker"), CmdLine(w3));
+  // ...and a spawned worker's crash is named the same way.
+  const Call crash = Exec(reg, "ProcFault", {1});
+  BOOST_CHECK_MESSAGE(Contains(crash.status.message(), "died of signal 11"), crash.status.message());
+}
+
+BOOST_AUTO_TEST_CASE(GE_PLUGIN_WORKER_ZYGOTE_0_spawns_workers) {
+  ::setenv("GE_PLUGIN_WORKER_ZYGOTE", "0", 1);
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  LoadFaulty(host);
+  const pid_t w = PidOf(Exec(reg, "ProcFault", {4}));
+  ::unsetenv("GE_PLUGIN_WORKER_ZYGOTE");
+  BOOST_CHECK_EQUAL(ParentOf(w), ::getpid());
+  BOOST_CHECK_MESSAGE(Contains(CmdLine(w), "ge-plugin-worker"), CmdLine(w));
 }

@@ -169,7 +169,7 @@ def test_the_zygote_refuses_a_bad_role_and_bad_requests_with_clear_errors(tmp_pa
         ready = z.recv()
         assert ready["ready"] is True and ready["pid"] == z.proc.pid
         z.send({"op": "fork", "id": 1, "role": "nope", "args": []})
-        assert z.recv() == {"id": 1, "error": "zygote: unknown role 'nope'; supported: scan"}
+        assert z.recv() == {"id": 1, "error": "zygote: unknown role 'nope'; supported: scan, worker"}
         z.send({"op": "fork", "id": 2, "role": "scan", "args": [], "fds": ["channel"]})  # no fd attached
         r = z.recv()
         assert r["id"] == 2 and "names 1 fd(s) but 0 were attached" in r["error"]
