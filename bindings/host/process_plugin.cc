@@ -183,6 +183,20 @@ Status ProcessPlugin::Failure(const char* method, const std::string& op_type, co
   return Status::Error(std::move(e));
 }
 
+std::string ProcessPlugin::WhatNext() const {
+  // The restarts the next call would count (the window as Call prunes it):
+  // at the limit, the next call disables the plugin instead of restarting.
+  const auto now = Clock::now();
+  const auto recent = std::count_if(restarts_.begin(), restarts_.end(), [&](const auto& t) {
+    return now - t <= std::chrono::duration<double>(kRestartWindowS);
+  });
+  if (recent >= kMaxRestarts) {
+    return "; its worker was restarted " + std::to_string(kMaxRestarts) + " times within " + Seconds(kRestartWindowS) +
+           " s, so the next call disables the plugin";
+  }
+  return "; a new worker is started for the next call";
+}
+
 Status ProcessPlugin::Call(const char* method, const std::string& op_type,
                            const std::function<Json(const std::shared_ptr<WorkerLink>&)>& build, Json& reply,
                            std::shared_ptr<WorkerLink>* link) {
@@ -227,7 +241,7 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
       continue;
     }
     last_failure_ = "its worker process (pid " + pid + ") " + Reap(false);
-    return Failure(method, op_type, last_failure_ + "; a new worker is started for the next call");
+    return Failure(method, op_type, last_failure_ + WhatNext());
   }
   const std::string pid = std::to_string(cur->pid);
   std::string bad;
@@ -238,14 +252,16 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
   }
   if (r == wire::Received::kTimeout) {
     Reap(/*kill_now=*/true);
-    last_failure_ = "the call did not finish within " + Seconds(cfg_.call_timeout_s) + " s (HostOptions::call_timeout_s); its worker process (pid " + pid + ") was killed";
+    last_failure_ = "the call did not finish within " + Seconds(cfg_.call_timeout_s) +
+                    " s (the call timeout: ge-run --call-timeout, HostOptions::call_timeout_s); its worker process (pid " +
+                    pid + ") was killed";
   } else if (r == wire::Received::kError && !bad.empty()) {
     Reap(true);
     last_failure_ = "its worker process (pid " + pid + ") sent " + bad + " and was killed";
   } else {
     last_failure_ = "its worker process (pid " + pid + ") " + Reap(false) + " during the call";
   }
-  return Failure(method, op_type, last_failure_ + "; a new worker is started for the next call");
+  return Failure(method, op_type, last_failure_ + WhatNext());
 }
 
 // ---- the proxy op ---------------------------------------------------------------------------

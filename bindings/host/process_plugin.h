@@ -112,6 +112,9 @@ class ProcessPlugin {
   // "died of signal 11 (Segmentation fault)" / "exited with code 3", reaping the worker.
   std::string Reap(bool kill_now);
   Status Failure(const char* method, const std::string& op_type, const std::string& what) const;
+  // The end of a failed call's message: "; a new worker is started for the
+  // next call", or, at the restart limit, that the next call disables the plugin.
+  std::string WhatNext() const;
   double LoadTimeout() const noexcept { return std::max(cfg_.call_timeout_s, kMinLoadTimeoutS); }
 
   ProcessPluginConfig cfg_;
