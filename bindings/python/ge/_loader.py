@@ -348,9 +348,9 @@ def extension_fix(plugin_name, is_package):
     if is_package:
         return ("set isolation = \"main\" (the main interpreter, shared with the other main plugins) or "
                 "\"process\" (a worker process of its own) under [tool.ge-plugin] in the plugin's pyproject.toml")
-    return (f"turn it into a package (a folder '{plugin_name}/' with the code in __init__.py) whose pyproject.toml "
-            f"sets isolation = \"main\" or \"process\" under [tool.ge-plugin], or run every plugin in "
-            f"that isolation (ge-run --isolation)")
+    return (f"a single-file plugin has no pyproject.toml to say so: turn it into a package (a folder "
+            f"'{plugin_name}/' with the code in __init__.py) whose pyproject.toml sets isolation = \"main\" or "
+            f"\"process\" under [tool.ge-plugin], or run every plugin in that isolation (ge-run --isolation)")
 
 
 def _install_extension_guard(plugin_name, is_package=True):
