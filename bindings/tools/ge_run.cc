@@ -69,14 +69,14 @@ constexpr const char* kHelpTail =
     "  GE_PLUGIN_REGISTRY_CACHE  the registry cache --skip-crashed reads (when --registry-cache is not given)\n"
     "\n"
     "Files:\n"
-    "  PREFIX/share/ge-plugin/platform/SOC.ini\n"
+    "  " GE_INSTALL_FULL_DATADIR "/platform/SOC.ini\n"
     "                          platform descriptions for --soc (SoC name, cores, memory sizes)\n"
     "  /var/cache/ge-plugin-registry/registry.json\n"
     "                          the registry cache of the system daemon (ge-plugin-registryd), read by\n"
     "                          --skip-crashed; a user's own is ~/.cache/ge-plugin/registry.json\n"
     "  DIR/NODE_INDEX.npy      the outputs (--output-dir DIR, default ge_run_out)\n"
     "\n"
-    "Documentation: README.md (\"ge-run\") and PREFIX/share/ge-plugin/docs/ of the installation.\n";
+    "Documentation: " GE_INSTALL_FULL_DATADIR "/docs/ (share/docs/ and README.md, \"ge-run\", of the source).\n";
 
 std::string OutputFileName(const TensorRef& r) {
   return r.node.empty() ? r.text + ".npy" : r.node + "_" + std::to_string(r.index) + ".npy";
