@@ -330,13 +330,17 @@ std::string LibraryDir() {
 
 }  // namespace
 
-std::string WorkerExecutable() {
-  if (const char* env = std::getenv("GE_PLUGIN_WORKER"); env != nullptr && *env != '\0') return env;
+std::string LibexecProgram(const std::string& name) {
   const fs::path lib(LibraryDir());
   boost::system::error_code ec;
-  const fs::path installed = lib / GE_LIB_TO_LIBEXEC / "ge-plugin-worker";
+  const fs::path installed = lib / GE_LIB_TO_LIBEXEC / name;
   if (fs::is_regular_file(installed, ec)) return installed.lexically_normal().string();
-  return (lib / ".." / "bin" / "ge-plugin-worker").lexically_normal().string();
+  return (lib / ".." / "bin" / name).lexically_normal().string();
+}
+
+std::string WorkerExecutable() {
+  if (const char* env = std::getenv("GE_PLUGIN_WORKER"); env != nullptr && *env != '\0') return env;
+  return LibexecProgram("ge-plugin-worker");
 }
 
 pid_t SpawnWorker(const std::string& exe, int* channel) {

@@ -25,6 +25,11 @@ namespace ge::host {
 // Owns `channel_fd`. Call on the process's main thread, once.
 int RunWorker(int channel_fd, const std::vector<std::string>& args);
 
+// An internal program of the installation: <libdir>/GE_LIB_TO_LIBEXEC/`name`
+// when installed, else `name` beside the tools of a build tree
+// (<libdir>/../bin); <libdir> is where libge_plugin_host.so was loaded from.
+std::string LibexecProgram(const std::string& name);
+
 // The worker executable: $GE_PLUGIN_WORKER, else the installed
 // <libdir>/GE_LIB_TO_LIBEXEC/ge-plugin-worker, else ge-plugin-worker beside
 // the tools of a build tree (<libdir>/../bin).

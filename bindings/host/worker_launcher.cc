@@ -1,12 +1,9 @@
 // worker_launcher.cc: workers forked from the engine's zygote, or posix_spawn'ed (worker_launcher.h).
 #include "worker_launcher.h"
 
-#include <boost/filesystem.hpp>
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdexcept>
@@ -19,34 +16,15 @@
 #include "ge/log_spdlog.h"
 #include "process_worker.h"
 
-#ifndef GE_LIB_TO_LIBEXEC
-#define GE_LIB_TO_LIBEXEC "../libexec/ge-plugin"
-#endif
-
-namespace fs = boost::filesystem;
-
 namespace ge::host {
 
 namespace {
 
 constexpr int kZygoteStarts = 2;  // the first and one restart
 
-std::string LibraryDir() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&LibraryDir), &info) == 0 || info.dli_fname == nullptr) return {};
-  return fs::path(info.dli_fname).parent_path().string();
-}
-
-// The zygote program: the installed <libdir>/GE_LIB_TO_LIBEXEC/ge-plugin-scan,
-// else ge-plugin-scan beside the tools of a build tree (<libdir>/../bin); the
-// same places as the worker executable (process_worker.h, WorkerExecutable).
-std::string ZygoteExecutable() {
-  const fs::path lib(LibraryDir());
-  boost::system::error_code ec;
-  const fs::path installed = lib / GE_LIB_TO_LIBEXEC / "ge-plugin-scan";
-  if (fs::is_regular_file(installed, ec)) return installed.lexically_normal().string();
-  return (lib / ".." / "bin" / "ge-plugin-scan").lexically_normal().string();
-}
+// The zygote program: ge-plugin-scan, where the worker executable is
+// (process_worker.h, LibexecProgram).
+std::string ZygoteExecutable() { return LibexecProgram("ge-plugin-scan"); }
 
 // Why workers are spawned from the start ("" when they are forked).
 std::string SpawnRequested() {
