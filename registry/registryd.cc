@@ -214,10 +214,13 @@ class Daemon {
     } else if (stdfs::exists(cache_path_)) {
       log_->warn("{}; rebuilding it", reason);
     }
+    // Watches first, then the first scan: a change made while it runs, or
+    // between its end and the first client, is queued by the kernel and
+    // rescanned once the loop runs (set up after the scan, it was lost).
+    SetupInotify();
     RunTask(Task{});  // the first scan, before clients are served
     if (!Bind(why)) return false;
     serving_ = true;
-    SetupInotify();
     worker_ = std::thread([this] { WorkerLoop(); });
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) { OnSignal(ec, sig); });
     Accept();

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from registry_helpers import BIN, Client, make_plugin, run_ls, statuses, wait_for
+from registry_helpers import BIN, PLUGIN, Client, make_plugin, run_ls, statuses, wait_for
 
 
 def broken_set(opp):
@@ -93,6 +93,25 @@ def test_add_change_remove_seen_within_1s(opp, daemon_factory):
     assert wait_for(lambda: "RegPkg2" in ops() and "RegPkg" not in ops(), 1.0)
     os.remove(opp / "one.py")
     assert wait_for(lambda: ops() == {"RegTwoChanged", "RegPkg2"}, 1.0)
+    c.close()
+
+
+def test_a_plugin_added_during_the_first_scan_is_seen(opp, daemon_factory):
+    # "first" writes "second.py" while the daemon's first scan imports it: the
+    # daemon must already watch the folder then, or the new file waits for an
+    # unrelated change (its watches were once set up only after that scan).
+    second = PLUGIN.format(doc="Written during the first scan.", pre="", version="1.0", op="RegDuringScan2")
+    pre = (f"import os as _os\n_p = _os.path.join({str(opp)!r}, 'second.py')\n"
+           f"if not _os.path.exists(_p):\n"
+           f"    open(_p + '.tmp', 'w').write({second!r})\n"
+           f"    _os.chmod(_p + '.tmp', 0o644)\n"
+           f"    _os.rename(_p + '.tmp', _p)\n")
+    make_plugin(opp, "first", "RegDuringScan1", pre=pre)
+    d = daemon_factory(opp).start()
+    c = d.client()
+    ops = lambda: {o["op_type"] for p in c.request({"cmd": "list"})["plugins"] for o in p["ops"]}  # noqa: E731
+    assert (opp / "second.py").exists()
+    assert wait_for(lambda: ops() == {"RegDuringScan1", "RegDuringScan2"}, 5.0), (ops(), d.read_log())
     c.close()
 
 
