@@ -3,7 +3,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <optional>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,6 +45,38 @@ std::string DescribeWait(int st) {
 
 WorkerLink::~WorkerLink() {
   if (fd >= 0) ::close(fd);
+  if (pidfd >= 0) ::close(pidfd);
+}
+
+uint32_t WorkerLink::AttrsId(const std::vector<AttrValue>& values) const {
+  for (const auto& [held, id] : attr_ids) {
+    if (held == values) return id;
+  }
+  return 0;
+}
+
+uint32_t WorkerLink::RememberAttrs(const std::vector<AttrValue>& values) {
+  for (const AttrValue& v : values) {
+    if (TypeOf(v) == AttrType::VT_TENSOR) return 0;
+  }
+  // A few distinct attribute sets per worker are the rule (one per node of
+  // its ops); past the bound the oldest id is given to the new set.
+  constexpr std::size_t kMaxHeld = 64;
+  if (attr_ids.size() >= kMaxHeld) {
+    const uint32_t id = attr_ids.front().second;
+    attr_ids.erase(attr_ids.begin());
+    attr_ids.emplace_back(values, id);
+    return id;
+  }
+  attr_ids.emplace_back(values, next_attr_id);
+  return next_attr_id++;
+}
+
+bool WorkerLink::Gone() const noexcept {
+  pollfd fds[2] = {{fd, POLLRDHUP, 0}, {pidfd, POLLIN, 0}};
+  const nfds_t n = pidfd >= 0 ? 2 : 1;
+  if (fd < 0 || ::poll(fds, n, 0) <= 0) return fd < 0;
+  return (fds[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0 || (n == 2 && (fds[1].revents & POLLIN) != 0);
 }
 
 void WorkerLink::QueueFree(uint64_t offset) {
@@ -88,6 +122,8 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
   try {
     engine = EngineArena();
     link->arena = SharedMapping::Create("ge-worker-arena", kWorkerArenaBytes);
+    link->page_mapping = SharedMapping::Create("ge-worker-call", page::kPageBytes);
+    link->page = new (link->page_mapping->base()) page::Page();
     link->started = launcher_->Start(&link->fd);
     link->pid = link->started.pid;
   } catch (const std::exception& e) {
@@ -105,9 +141,19 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
   for (const auto& [lib, err] : cfg_.failed_libraries) init["failed_libraries"].push_back({lib, err});
   Json msg;
   std::string bad;
+  std::vector<int> passed;
   wire::Received r = wire::Received::kClosed;
-  if (wire::Send(link->fd, init, {engine->mapping()->fd(), link->arena->fd()})) {
-    r = wire::Receive(link->fd, DeadlineAfter(LoadTimeout()), msg, nullptr, &bad);
+  if (wire::Send(link->fd, init, {engine->mapping()->fd(), link->arena->fd(), link->page_mapping->fd()})) {
+    r = wire::Receive(link->fd, DeadlineAfter(LoadTimeout()), msg, &passed, &bad);
+  }
+  // The worker's pidfd (made by the worker itself, so it is surely that
+  // process): its end is seen at once even when a child of it keeps the socket open.
+  for (int f : passed) {
+    if (link->pidfd < 0) {
+      link->pidfd = f;
+    } else {
+      ::close(f);
+    }
   }
   if (r == wire::Received::kTimeout) {
     *why = "loading in its worker process (pid " + std::to_string(link->pid) + ") did not finish within " +
@@ -132,8 +178,8 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
     loaded->report = std::move(*rec);
     loaded->ops.clear();
     for (const auto& op : msg.at("ops")) {
-      loaded->ops.push_back(ProcessOpInfo{op.at("op_type").get<std::string>(), wire::SchemaFromJson(op.at("schema")),
-                                          op.at("caps").get<uint32_t>()});
+      loaded->ops.push_back(ProcessOpInfo{static_cast<uint32_t>(loaded->ops.size()), op.at("op_type").get<std::string>(),
+                                          wire::SchemaFromJson(op.at("schema")), op.at("caps").get<uint32_t>()});
     }
   } catch (const std::exception& e) {
     *why = std::string("its worker process answered a load it cannot have made: ") + e.what();
@@ -146,24 +192,49 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
 std::string ProcessPlugin::Reap(bool kill_now) {
   if (!link_ || !link_->alive) return "ended";
   link_->alive = false;
-  if (link_->fd >= 0) {
-    ::close(link_->fd);
-    link_->fd = -1;
+  WorkerLink& l = *link_;
+  const StartedWorker w = l.started;
+  // The worker leads its own process group (RunWorker), so whatever a plugin
+  // started there ends with it: the group is signalled once the worker has
+  // ended but before it is reaped (a spawned worker is reaped by WaitExit
+  // below), while the group id is surely still its own.
+  auto end_group = [pid = w.pid] {
+    if (pid > 0) ::kill(-pid, SIGKILL);
+  };
+  if (!kill_now && l.page != nullptr) {
+    // Told to end: it exits at once (it may be gone already; then nobody hears it).
+    l.page->request_kind = page::Kind::kBye;
+    page::Ring(l.page->request_seq, l.page->worker_waiting, ++l.seq);
   }
-  const StartedWorker w = link_->started;
+  if (l.fd >= 0) {
+    ::close(l.fd);
+    l.fd = -1;
+  }
   std::string lost;
   // After a SIGKILL the end is near; 30 s bounds a wait on an unkillable one.
   constexpr double kAfterKillS = 30.0;
   if (kill_now) {
+    end_group();
     launcher_->Kill(w);
     launcher_->WaitExit(w, DeadlineAfter(kAfterKillS), &lost);
     return "was killed";
   }
   // It closed its end or we closed ours: it is ending; give it a moment, then make sure.
-  if (std::optional<int> st = launcher_->WaitExit(w, DeadlineAfter(std::max(cfg_.join_timeout_s, 0.0) + 2.0), &lost)) {
+  const double grace_s = std::max(cfg_.join_timeout_s, 0.0) + 2.0;
+  if (l.pidfd >= 0) {
+    pollfd p{l.pidfd, POLLIN, 0};
+    int r = 0;
+    do {
+      r = ::poll(&p, 1, static_cast<int>(grace_s * 1000));
+    } while (r < 0 && errno == EINTR);
+    if (r > 0) end_group();
+  }
+  if (std::optional<int> st = launcher_->WaitExit(w, DeadlineAfter(grace_s), &lost)) {
+    if (l.pidfd < 0) end_group();
     return DescribeWait(*st);
   }
   if (!lost.empty()) return "ended (" + lost + ")";
+  end_group();
   launcher_->Kill(w);
   launcher_->WaitExit(w, DeadlineAfter(kAfterKillS), &lost);
   return "stopped answering and was killed";
@@ -200,10 +271,24 @@ std::string ProcessPlugin::WhatNext() const {
 Status ProcessPlugin::Call(const char* method, const std::string& op_type,
                            const std::function<Json(const std::shared_ptr<WorkerLink>&)>& build, Json& reply,
                            std::shared_ptr<WorkerLink>* link) {
+  Incoming in;
+  Status st = Call(
+      method, op_type, [&](const std::shared_ptr<WorkerLink>& l) { return Outgoing{false, build(l)}; }, in, link);
+  if (st.ok()) reply = std::move(in.json);
+  return st;
+}
+
+namespace {
+// How often an engine sleeping on the page looks whether its worker is still there.
+constexpr std::chrono::milliseconds kEngineSlice{5};
+}  // namespace
+
+Status ProcessPlugin::Call(const char* method, const std::string& op_type,
+                           const std::function<Outgoing(const std::shared_ptr<WorkerLink>&)>& build, Incoming& reply,
+                           std::shared_ptr<WorkerLink>* link) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::shared_ptr<WorkerLink> cur;
   // Two attempts: a worker that ended between calls (killed from outside) is
-  // found when the request cannot be sent (its end of the socket is closed);
+  // found gone before it took the request up (the page's taken_seq);
   // nothing of the call ran, so a new worker takes it (a restart like any other).
   for (int attempt = 0;; ++attempt) {
     if (!disabled_.empty()) return Failure(method, op_type, disabled_);
@@ -230,38 +315,70 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
         return Failure(method, op_type, "a new worker process cannot load the plugin: " + again.report.error.OneLine());
       }
     }
-    cur = link_;
-    Json req = build(cur);
+    const std::shared_ptr<WorkerLink> cur = link_;
+    page::Page& pg = *cur->page;
+    Outgoing out = build(cur);
     std::vector<uint64_t> frees = cur->TakeFrees();
-    if (!frees.empty()) req["frees"] = std::move(frees);
-    if (wire::Send(cur->fd, req)) break;
+    const uint32_t seq = ++cur->seq;
+    bool sent = true;
+    if (out.in_page) {
+      const std::size_t n = std::min<std::size_t>(frees.size(), page::kMaxFrees);
+      std::copy_n(frees.begin(), n, pg.request.frees);
+      pg.request.n_frees = static_cast<uint32_t>(n);
+      for (std::size_t i = n; i < frees.size(); ++i) cur->QueueFree(frees[i]);  // the next request takes the rest
+      pg.request_kind = page::Kind::kExecute;
+      page::Ring(pg.request_seq, pg.worker_waiting, seq);
+    } else {
+      if (!frees.empty()) out.json["frees"] = std::move(frees);
+      // Rung before the frame is written: the worker reads it as it comes (a
+      // frame larger than the socket's buffer would otherwise block both).
+      pg.request_kind = page::Kind::kSocket;
+      page::Ring(pg.request_seq, pg.worker_waiting, seq);
+      sent = wire::Send(cur->fd, out.json);
+    }
     const std::string pid = std::to_string(cur->pid);
-    if (attempt == 0) {
+    const auto deadline = DeadlineAfter(cfg_.call_timeout_s);
+    const auto rung = Clock::now();
+    const page::Wait w = sent ? page::WaitFor(pg.reply_seq, pg.engine_waiting, seq, cur->spin.Next(), kEngineSlice,
+                                              deadline, [&] { return cur->Gone(); })
+                              : page::Wait::kPeerGone;
+    cur->spin.Observe(Clock::now() - rung);
+    if (w == page::Wait::kRung && pg.reply_kind == page::Kind::kExecute) {
+      const page::ExecuteReply& r = pg.reply;
+      reply.in_page = true;
+      reply.page_reply.rc = r.rc;
+      reply.page_reply.n_outputs = r.n_outputs;
+      std::copy_n(r.outputs, std::min(r.n_outputs, page::kMaxTensors), reply.page_reply.outputs);
+      *link = cur;
+      return Status::Ok();
+    }
+    wire::Received r = wire::Received::kClosed;
+    std::string bad;
+    if (w == page::Wait::kRung) {
+      r = wire::Receive(cur->fd, deadline, reply.json, nullptr, &bad, cur->pidfd);
+      if (r == wire::Received::kOk) {
+        *link = cur;
+        return Status::Ok();
+      }
+    } else if (w == page::Wait::kTimeout) {
+      r = wire::Received::kTimeout;
+    } else if (pg.taken_seq.load(std::memory_order_acquire) != seq && attempt == 0) {
       last_failure_ = "its worker process (pid " + pid + ") " + Reap(false) + " between calls";
       continue;
     }
-    last_failure_ = "its worker process (pid " + pid + ") " + Reap(false);
+    if (r == wire::Received::kTimeout) {
+      Reap(/*kill_now=*/true);
+      last_failure_ = "the call did not finish within " + Seconds(cfg_.call_timeout_s) +
+                      " s (the call timeout: ge-run --call-timeout, HostOptions::call_timeout_s); its worker process "
+                      "(pid " + pid + ") was killed";
+    } else if (r == wire::Received::kError && !bad.empty()) {
+      Reap(true);
+      last_failure_ = "its worker process (pid " + pid + ") sent " + bad + " and was killed";
+    } else {
+      last_failure_ = "its worker process (pid " + pid + ") " + Reap(false) + " during the call";
+    }
     return Failure(method, op_type, last_failure_ + WhatNext());
   }
-  const std::string pid = std::to_string(cur->pid);
-  std::string bad;
-  const wire::Received r = wire::Receive(cur->fd, DeadlineAfter(cfg_.call_timeout_s), reply, nullptr, &bad);
-  if (r == wire::Received::kOk) {
-    *link = cur;
-    return Status::Ok();
-  }
-  if (r == wire::Received::kTimeout) {
-    Reap(/*kill_now=*/true);
-    last_failure_ = "the call did not finish within " + Seconds(cfg_.call_timeout_s) +
-                    " s (the call timeout: ge-run --call-timeout, HostOptions::call_timeout_s); its worker process (pid " +
-                    pid + ") was killed";
-  } else if (r == wire::Received::kError && !bad.empty()) {
-    Reap(true);
-    last_failure_ = "its worker process (pid " + pid + ") sent " + bad + " and was killed";
-  } else {
-    last_failure_ = "its worker process (pid " + pid + ") " + Reap(false) + " during the call";
-  }
-  return Failure(method, op_type, last_failure_ + WhatNext());
 }
 
 // ---- the proxy op ---------------------------------------------------------------------------
@@ -287,6 +404,26 @@ graphStatus Answer(gert::ExtendedKernelContext& ctx, const Json& reply) {
 
 }  // namespace
 
+namespace {
+
+// Output k of a call: the block of the worker's arena at [off, off + size),
+// adopted without a copy; the engine frees it (through the worker) when the
+// last tensor on it goes.
+graphStatus AdoptOutput(gert::EagerOpExecutionContext& ctx, const ProcessPluginConfig& cfg, std::size_t k,
+                        const TensorDesc& desc, uint64_t off, std::size_t size, const std::shared_ptr<WorkerLink>& link) {
+  const SharedMapping& wm = *link->arena;
+  if (off > wm.size() || size > wm.size() - off) {
+    return Fail(ctx, Status::Error("plugin '" + cfg.name + "': its worker returned output " + std::to_string(k) +
+                                   " outside its arena"));
+  }
+  void* addr = wm.base() + off;
+  std::shared_ptr<void> owner(addr, [link, off](void*) { link->QueueFree(off); });
+  ctx.SetOutputTensor(k, Tensor::Adopt(desc, addr, size, std::move(owner)));
+  return GRAPH_SUCCESS;
+}
+
+}  // namespace
+
 graphStatus ProcessOpProxy::Execute(gert::EagerOpExecutionContext* ctx) {
   const ProcessPluginConfig& cfg = plugin_->config();
   if (!HasCapability(info_.capabilities, CustomOpCapability::kEagerExecute)) {
@@ -302,49 +439,109 @@ graphStatus ProcessOpProxy::Execute(gert::EagerOpExecutionContext* ctx) {
     std::vector<Staged> staged;
     const std::shared_ptr<SharedArena> engine = EngineArena();
     const SharedMapping& em = *engine->mapping();
-    auto build = [&](const std::shared_ptr<WorkerLink>& link) {
+    const std::size_t n_inputs = ctx->GetInputNum();
+    // Where input i's bytes are for the worker: -1 none, or (arena, offset).
+    auto locate = [&](const std::shared_ptr<WorkerLink>& link, std::size_t i, Tensor* t) -> std::pair<int, uint64_t> {
+      void* a = t->GetAddr();
+      if (a == nullptr) return {-1, 0};
+      if (em.Contains(a, t->GetSize())) return {0, em.OffsetOf(a)};
+      if (link->arena->Contains(a, t->GetSize())) return {1, link->arena->OffsetOf(a)};
+      std::shared_ptr<void> block = engine->Allocate(t->GetSize());
+      if (!block) {
+        throw std::runtime_error("the engine's shared arena has no room for input " + std::to_string(i) + " (" +
+                                 std::to_string(t->GetSize()) + " bytes)");
+      }
+      std::memcpy(block.get(), a, t->GetSize());
+      const uint64_t off = em.OffsetOf(block.get());
+      staged.push_back({t, std::move(block)});
+      return {0, off};
+    };
+    const std::vector<AttrValue>& attr_values = ctx->GetAttrs()->Values();
+    const std::vector<std::size_t>& in_counts = ctx->InputLayout().Counts();
+    const std::vector<std::size_t>& out_counts = ctx->OutputLayout().Counts();
+    const char* node = ctx->GetNodeName();
+    const std::size_t node_len = std::strlen(node);
+    auto build = [&](const std::shared_ptr<WorkerLink>& link) -> Outgoing {
       staged.clear();
+      const uint32_t attrs_id = link->AttrsId(attr_values);
+      // In the page when it fits and the worker holds the attributes already.
+      if (attrs_id != 0 && n_inputs <= page::kMaxTensors && in_counts.size() <= page::kMaxCounts &&
+          out_counts.size() <= page::kMaxCounts && node_len <= page::kMaxNode) {
+        page::ExecuteRequest& r = link->page->request;
+        r.op_index = info_.index;
+        r.attrs_id = attrs_id;
+        r.n_inputs = static_cast<uint32_t>(n_inputs);
+        r.n_in_counts = static_cast<uint32_t>(in_counts.size());
+        r.n_out_counts = static_cast<uint32_t>(out_counts.size());
+        std::copy(in_counts.begin(), in_counts.end(), r.in_counts);
+        std::copy(out_counts.begin(), out_counts.end(), r.out_counts);
+        r.node_len = static_cast<uint32_t>(node_len);
+        std::memcpy(r.node, node, node_len);
+        for (std::size_t i = 0; i < n_inputs; ++i) {
+          Tensor* t = ctx->GetInputTensor(i);
+          page::TensorRecord& tr = r.inputs[i];
+          page::DescToRecord(t->Desc(), &tr);
+          tr.read_only = t->IsReadOnly() ? 1 : 0;
+          tr.size = t->GetSize();
+          const auto [arena, off] = locate(link, i, t);
+          tr.arena = arena;
+          tr.offset = off;
+        }
+        return Outgoing{true, {}};
+      }
       Json inputs = Json::array();
-      for (std::size_t i = 0; i < ctx->GetInputNum(); ++i) {
+      for (std::size_t i = 0; i < n_inputs; ++i) {
         Tensor* t = ctx->GetInputTensor(i);
         Json j{{"d", wire::DescToJson(t->Desc())}, {"ro", t->IsReadOnly()}, {"size", t->GetSize()}};
-        void* a = t->GetAddr();
-        if (a == nullptr) {
-          j["a"] = -1;
-        } else if (em.Contains(a, t->GetSize())) {
-          j["a"] = 0;
-          j["off"] = em.OffsetOf(a);
-        } else if (link->arena->Contains(a, t->GetSize())) {
-          j["a"] = 1;
-          j["off"] = link->arena->OffsetOf(a);
-        } else {
-          std::shared_ptr<void> block = engine->Allocate(t->GetSize());
-          if (!block) throw std::runtime_error("the engine's shared arena has no room for input " + std::to_string(i) + " (" + std::to_string(t->GetSize()) + " bytes)");
-          std::memcpy(block.get(), a, t->GetSize());
-          j["a"] = 0;
-          j["off"] = em.OffsetOf(block.get());
-          staged.push_back({t, std::move(block)});
-        }
+        const auto [arena, off] = locate(link, i, t);
+        j["a"] = arena;
+        if (arena >= 0) j["off"] = off;
         inputs.push_back(std::move(j));
       }
-      return Json{{"type", "execute"},
-                  {"op_type", info_.op_type},
-                  {"node", ctx->GetNodeName()},
-                  {"in", ctx->InputLayout().Counts()},
-                  {"out", ctx->OutputLayout().Counts()},
-                  {"attrs", wire::AttrsToJson(*ctx->GetAttrs())},
-                  {"inputs", std::move(inputs)}};
+      Json req{{"type", "execute"},
+               {"op_type", info_.op_type},
+               {"node", node},
+               {"in", in_counts},
+               {"out", out_counts},
+               {"attrs", wire::AttrsToJson(*ctx->GetAttrs())},
+               {"inputs", std::move(inputs)}};
+      // The worker keeps these attributes under an id: the node's next calls can go in the page.
+      if (attrs_id == 0) {
+        if (const uint32_t id = link->RememberAttrs(attr_values)) req["attrs_id"] = id;
+      }
+      return Outgoing{false, std::move(req)};
     };
-    Json reply;
+    Incoming reply;
     std::shared_ptr<WorkerLink> link;
     if (Status st = plugin_->Call("execute", info_.op_type, build, reply, &link); !st.ok()) return Fail(*ctx, std::move(st));
     calls_->fetch_add(1, std::memory_order_relaxed);
-    const graphStatus rc = Answer(*ctx, reply);
-    if (rc != GRAPH_SUCCESS) return rc;
+    if (reply.in_page) {
+      if (std::string bad = page::ReplyProblem(reply.page_reply, static_cast<uint32_t>(n_inputs)); !bad.empty()) {
+        return Fail(*ctx, Status::Error("plugin '" + cfg.name + "' (" + cfg.path + "), execute of op_type '" +
+                                        info_.op_type + "': its worker process (pid " + std::to_string(link->pid) +
+                                        ") answered " + bad));
+      }
+    } else if (const graphStatus rc = Answer(*ctx, reply.json); rc != GRAPH_SUCCESS) {
+      return rc;
+    }
     for (const Staged& s : staged) {
       if (!s.tensor->IsReadOnly()) std::memcpy(s.tensor->GetAddr(), s.block.get(), s.tensor->GetSize());
     }
-    const Json& outs = reply.at("outputs");
+    if (reply.in_page) {
+      const page::ExecuteReply& r = reply.page_reply;
+      for (std::size_t k = 0; k < r.n_outputs; ++k) {
+        const page::OutputRecord& o = r.outputs[k];
+        if (o.kind == 1) {
+          if (ctx->MakeOutputRefInput(k, o.ref) == nullptr) return GRAPH_FAILED;
+        } else if (o.kind == 2) {
+          const graphStatus rc = AdoptOutput(*ctx, cfg, k, page::DescFromRecord(o.tensor), o.tensor.offset,
+                                             static_cast<std::size_t>(o.tensor.size), link);
+          if (rc != GRAPH_SUCCESS) return rc;
+        }
+      }
+      return GRAPH_SUCCESS;
+    }
+    const Json& outs = reply.json.at("outputs");
     for (std::size_t k = 0; k < outs.size(); ++k) {
       const Json& o = outs[k];
       if (o.is_null()) continue;
@@ -354,16 +551,9 @@ graphStatus ProcessOpProxy::Execute(gert::EagerOpExecutionContext* ctx) {
       }
       const TensorDesc desc = wire::DescFromJson(o.at("d"));
       if (o.contains("off")) {
-        const uint64_t off = o.at("off").get<uint64_t>();
-        const std::size_t size = o.at("size").get<std::size_t>();
-        const SharedMapping& wm = *link->arena;
-        if (off > wm.size() || size > wm.size() - off) {
-          return Fail(*ctx, Status::Error("plugin '" + cfg.name + "': its worker returned output " + std::to_string(k) +
-                                          " outside its arena"));
-        }
-        void* addr = wm.base() + off;
-        std::shared_ptr<void> owner(addr, [link, off](void*) { link->QueueFree(off); });
-        ctx->SetOutputTensor(k, Tensor::Adopt(desc, addr, size, std::move(owner)));
+        const graphStatus rc =
+            AdoptOutput(*ctx, cfg, k, desc, o.at("off").get<uint64_t>(), o.at("size").get<std::size_t>(), link);
+        if (rc != GRAPH_SUCCESS) return rc;
       } else {
         const auto& bytes = o.at("b").get_binary();
         Tensor t = Tensor::Allocate(desc);

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "call_page.h"
 #include "ge/op/custom_op.h"
 #include "ge/plugin/record.h"
 #include "shared_arena.h"
@@ -57,25 +58,57 @@ struct ProcessPluginConfig {
 
 // One op of the plugin as its worker registered it.
 struct ProcessOpInfo {
+  uint32_t index = 0;  // its position in the worker's "loaded" answer (ExecuteRequest::op_index)
   std::string op_type;
   std::shared_ptr<const OpSchema> schema;
   uint32_t capabilities = 0;
 };
 
-// One worker process of a plugin (one generation): its pid, channel, the
-// mapping of its arena, and the blocks of that arena the engine let go of
-// (sent with the next request). Output tensors keep it alive.
+// One worker process of a plugin (one generation): its pid, channel, call
+// page, the mapping of its arena, and the blocks of that arena the engine let
+// go of (sent with the next request). Output tensors keep it alive.
 struct WorkerLink {
   pid_t pid = -1;
   StartedWorker started;  // how it was started (forked by the zygote or spawned): how it is reaped
   int fd = -1;
+  int pidfd = -1;  // the worker's own pidfd, passed with its "loaded" answer (-1: none; readable once it ended)
+  std::shared_ptr<SharedMapping> page_mapping;
+  page::Page* page = nullptr;  // in page_mapping (call_page.h)
+  uint32_t seq = 0;            // the last request rung; under ProcessPlugin's lock
+  page::SpinPolicy spin;       // how long to spin for its answers; under ProcessPlugin's lock
   std::shared_ptr<SharedMapping> arena;
   std::mutex frees_mu;
   std::vector<uint64_t> frees;
   bool alive = true;  // under ProcessPlugin's lock
+  // Runtime attributes this worker holds by id (sent once in a socket
+  // request, then named by ExecuteRequest::attrs_id); under ProcessPlugin's lock.
+  std::vector<std::pair<std::vector<AttrValue>, uint32_t>> attr_ids;
+  uint32_t next_attr_id = 1;
   ~WorkerLink();
   void QueueFree(uint64_t offset);
   std::vector<uint64_t> TakeFrees();
+  // The id under which the worker holds `values`, 0 when it holds none.
+  uint32_t AttrsId(const std::vector<AttrValue>& values) const;
+  // A new id for `values` (the request that carries them tells the worker);
+  // 0 when they cannot be held (tensor attributes: their bytes may change
+  // behind an unchanged pointer).
+  uint32_t RememberAttrs(const std::vector<AttrValue>& values);
+  // True when the worker process has ended (its pidfd) or closed its end.
+  bool Gone() const noexcept;
+};
+
+// What a call sends: an ExecuteRequest the build wrote into the link's page,
+// or a message for the socket.
+struct Outgoing {
+  bool in_page = false;
+  wire::Json json;
+};
+// What a call got back: the page's reply (in_page; copied out of the page
+// under the plugin's lock, its first n_outputs records), or a socket message.
+struct Incoming {
+  bool in_page = false;
+  page::ExecuteReply page_reply;
+  wire::Json json;
 };
 
 class ProcessPlugin {
@@ -93,11 +126,16 @@ class ProcessPlugin {
   ProcessPlugin& operator=(const ProcessPlugin&) = delete;
 
   // Builds a request for the current worker (restarting it first when it
-  // died), sends it, and waits at most call_timeout_s for `reply`. `build`
-  // may encode blocks of the worker's arena (it gets the link). A failure of
-  // the worker, the deadline or the plugin being disabled is the returned
-  // Status (message naming plugin, op_type, method); otherwise `reply` holds
-  // the worker's answer and *link the worker that gave it.
+  // died), rings its page and sends it, and waits at most call_timeout_s for
+  // `reply`. `build` may encode blocks of the worker's arena and write the
+  // page's request (it gets the link). A failure of the worker, the deadline
+  // or the plugin being disabled is the returned Status (message naming
+  // plugin, op_type, method); otherwise `reply` holds the worker's answer and
+  // *link the worker that gave it.
+  Status Call(const char* method, const std::string& op_type,
+              const std::function<Outgoing(const std::shared_ptr<WorkerLink>&)>& build, Incoming& reply,
+              std::shared_ptr<WorkerLink>* link);
+  // The same for a socket message and answer.
   Status Call(const char* method, const std::string& op_type,
               const std::function<wire::Json(const std::shared_ptr<WorkerLink>&)>& build, wire::Json& reply,
               std::shared_ptr<WorkerLink>* link);

@@ -4,6 +4,7 @@
 #include <boost/filesystem.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -12,8 +13,10 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ge/host/plugin_host.h"
@@ -21,6 +24,7 @@
 #include "ge/op/op_registry.h"
 #include "ge/platform/platform_info.h"
 #include "ge/plugin/record.h"
+#include "call_page.h"
 #include "shared_arena.h"
 #include "worker_access.h"
 #include "worker_wire.h"
@@ -48,7 +52,11 @@ struct Worker {
   OpRegistry registry;
   std::unique_ptr<PluginHost> host;
   std::map<std::string, std::shared_ptr<BaseCustomOp>> ops;
+  std::vector<BaseCustomOp*> by_index;  // the ops in the order of the "loaded" answer (ExecuteRequest::op_index)
   std::map<uint64_t, std::shared_ptr<void>> held;  // outputs handed to the engine
+  std::shared_ptr<SharedMapping> page_mapping;
+  page::Page* page = nullptr;
+  std::map<uint32_t, RuntimeAttrs> attrs_by_id;  // attributes the engine named by id (call_page.h)
 
   BaseCustomOp* Op(const std::string& op_type) {
     auto it = ops.find(op_type);
@@ -86,64 +94,84 @@ struct Worker {
       ops_json.push_back({{"op_type", rec.op_type},
                           {"schema", wire::SchemaToJson(reporting->GetSchema())},
                           {"caps", reporting->GetCapabilities()}});
+      by_index.push_back(op.get());
       ops.emplace(rec.op_type, std::move(op));
     }
     return Json{{"type", "loaded"}, {"report", plugin::ToJson(report)}, {"ops", ops_json}, {"pid", ::getpid()}};
   }
 
-  // A tensor of the request: a block of the engine arena or of ours, by offset.
-  Tensor InputTensor(const Json& j) {
-    const TensorDesc desc = wire::DescFromJson(j.at("d"));
-    const int arena = j.at("a").get<int>();
+  // A tensor of a request: a block of the engine arena (0) or of ours (1), by offset; -1: no memory.
+  Tensor ArenaTensor(const TensorDesc& desc, int arena, uint64_t off, uint64_t size, bool read_only) {
     if (arena < 0) return Tensor::Borrow(desc, nullptr, 0, true);
-    const uint64_t off = j.at("off").get<uint64_t>();
-    const std::size_t size = j.at("size").get<std::size_t>();
+    if (arena > 1) throw std::out_of_range("input in arena " + std::to_string(arena) + " (supported: -1, 0, 1)");
     const SharedMapping& m = arena == 0 ? *engine_arena : *own_arena->mapping();
     if (off > m.size() || size > m.size() - off) {
       throw std::out_of_range("input block [" + std::to_string(off) + ", +" + std::to_string(size) +
                               ") outside the shared arena of " + std::to_string(m.size()) + " bytes");
     }
-    return Tensor::Borrow(desc, m.base() + off, size, j.at("ro").get<bool>());
+    return Tensor::Borrow(desc, m.base() + off, static_cast<std::size_t>(size), read_only);
   }
 
-  Json Execute(const Json& req) {
-    BaseCustomOp* op = Op(req.at("op_type").get<std::string>());
+  Tensor InputTensor(const Json& j) {
+    const int arena = j.at("a").get<int>();
+    return ArenaTensor(wire::DescFromJson(j.at("d")), arena, arena < 0 ? 0 : j.at("off").get<uint64_t>(),
+                       arena < 0 ? 0 : j.at("size").get<uint64_t>(), j.at("ro").get<bool>());
+  }
+
+  // One execute as the engine asked it, and what came of it.
+  struct Ran {
+    std::vector<Tensor> inputs;
+    graphStatus rc = GRAPH_FAILED;
+    Status status;
+    std::vector<std::optional<Tensor>> outputs;
+  };
+
+  void Run(BaseCustomOp* op, Ran& ran, InstanceLayout in, const RuntimeAttrs& attrs, InstanceLayout out,
+           std::string node) {
     auto* ex = CustomOpCast<EagerExecuteOp>(op);
     if (ex == nullptr) throw std::invalid_argument("op_type has no execute");
-    const RuntimeAttrs attrs = wire::AttrsFromJson(req.at("attrs"));
-    std::vector<Tensor> inputs;
-    const Json& in = req.at("inputs");
-    inputs.reserve(in.size());
-    for (const auto& t : in) inputs.push_back(InputTensor(t));
     std::vector<Tensor*> ptrs;
-    for (auto& t : inputs) ptrs.push_back(&t);
-    EagerOpExecutionContext ctx(SchemaOf(op), ptrs, InstanceLayout(req.at("in").get<std::vector<std::size_t>>()), attrs,
-                                InstanceLayout(req.at("out").get<std::vector<std::size_t>>()));
-    ctx.SetNodeName(req.at("node").get<std::string>());
-    graphStatus rc = GRAPH_FAILED;
+    ptrs.reserve(ran.inputs.size());
+    for (auto& t : ran.inputs) ptrs.push_back(&t);
+    EagerOpExecutionContext ctx(SchemaOf(op), ptrs, std::move(in), attrs, std::move(out));
+    ctx.SetNodeName(std::move(node));
     try {
-      rc = ex->Execute(&ctx);
+      ran.rc = ex->Execute(&ctx);
     } catch (const std::exception& e) {
       ctx.SetError(Status::Error(std::string("C++ exception: ") + e.what()));
     }
-    Json reply{{"rc", rc}, {"status", wire::StatusToJson(ctx.TakeError())}};
-    std::vector<std::optional<Tensor>> outputs = ctx.TakeOutputs();
-    if (rc != GRAPH_SUCCESS) return reply;  // nothing half-written reaches the engine
+    ran.status = ctx.TakeError();
+    ran.outputs = ctx.TakeOutputs();
+  }
+
+  // The input output `o` aliases, if any.
+  static std::optional<std::size_t> RefOf(const Ran& ran, const Tensor& o) {
+    std::optional<std::size_t> ref;
+    for (std::size_t i = 0; i < ran.inputs.size() && o.GetAddr() != nullptr; ++i) {
+      if (ran.inputs[i].GetAddr() == o.GetAddr()) ref = i;
+    }
+    return ref;
+  }
+
+  bool InOwnArena(const Tensor& o) const {
+    return o.GetAddr() != nullptr && o.IsOwned() && own_arena->mapping()->Contains(o.GetAddr(), o.GetSize());
+  }
+
+  // The answer as a socket message.
+  Json ReplyJson(Ran& ran) {
+    Json reply{{"rc", ran.rc}, {"status", wire::StatusToJson(ran.status)}};
+    if (ran.rc != GRAPH_SUCCESS) return reply;  // nothing half-written reaches the engine
     Json outs = Json::array();
-    for (auto& o : outputs) {
+    const SharedMapping& own = *own_arena->mapping();
+    for (auto& o : ran.outputs) {
       if (!o) {
         outs.push_back(nullptr);
         continue;
       }
       Json j{{"d", wire::DescToJson(o->Desc())}};
-      std::optional<std::size_t> ref;
-      for (std::size_t i = 0; i < inputs.size() && o->GetAddr() != nullptr; ++i) {
-        if (inputs[i].GetAddr() == o->GetAddr()) ref = i;
-      }
-      const SharedMapping& own = *own_arena->mapping();
-      if (ref) {
+      if (const auto ref = RefOf(ran, *o)) {
         j["ref"] = *ref;
-      } else if (o->GetAddr() != nullptr && o->IsOwned() && own.Contains(o->GetAddr(), o->GetSize())) {
+      } else if (InOwnArena(*o)) {
         const uint64_t off = own.OffsetOf(o->GetAddr());
         held[off] = o->Owner();
         j["off"] = off;
@@ -157,6 +185,79 @@ struct Worker {
     }
     reply["outputs"] = std::move(outs);
     return reply;
+  }
+
+  // The answer in the page; false (nothing written) when the page cannot
+  // hold it: a failure, an error slot set, an output on the heap.
+  bool ReplyPage(Ran& ran) {
+    if (ran.rc != GRAPH_SUCCESS || !ran.status.ok() || ran.outputs.size() > page::kMaxTensors) return false;
+    for (const auto& o : ran.outputs) {
+      if (o && !RefOf(ran, *o) && !InOwnArena(*o)) return false;
+    }
+    page::ExecuteReply& r = page->reply;
+    r.rc = GRAPH_SUCCESS;
+    r.n_outputs = static_cast<uint32_t>(ran.outputs.size());
+    const SharedMapping& own = *own_arena->mapping();
+    for (std::size_t k = 0; k < ran.outputs.size(); ++k) {
+      page::OutputRecord& rec = r.outputs[k];
+      const auto& o = ran.outputs[k];
+      rec.kind = 0;
+      if (!o) continue;
+      if (const auto ref = RefOf(ran, *o)) {
+        rec.kind = 1;
+        rec.ref = static_cast<uint32_t>(*ref);
+        continue;
+      }
+      rec.kind = 2;
+      page::DescToRecord(o->Desc(), &rec.tensor);
+      rec.tensor.arena = 1;
+      rec.tensor.offset = own.OffsetOf(o->GetAddr());
+      rec.tensor.size = o->GetSize();
+      held[rec.tensor.offset] = o->Owner();
+    }
+    return true;
+  }
+
+  Json Execute(const Json& req) {
+    BaseCustomOp* op = Op(req.at("op_type").get<std::string>());
+    RuntimeAttrs attrs = wire::AttrsFromJson(req.at("attrs"));
+    // Kept for the node's next calls, which name them by id (call_page.h).
+    if (req.contains("attrs_id")) attrs_by_id[req.at("attrs_id").get<uint32_t>()] = attrs;
+    Ran ran;
+    const Json& in = req.at("inputs");
+    ran.inputs.reserve(in.size());
+    for (const auto& t : in) ran.inputs.push_back(InputTensor(t));
+    Run(op, ran, InstanceLayout(req.at("in").get<std::vector<std::size_t>>()), attrs,
+        InstanceLayout(req.at("out").get<std::vector<std::size_t>>()), req.at("node").get<std::string>());
+    return ReplyJson(ran);
+  }
+
+  // The ExecuteRequest in the page. True when the answer went into the page;
+  // otherwise it is *slow, for the socket.
+  bool ExecuteInPage(Json* slow) {
+    const page::ExecuteRequest& r = page->request;
+    if (r.n_frees > page::kMaxFrees || r.n_inputs > page::kMaxTensors || r.n_in_counts > page::kMaxCounts ||
+        r.n_out_counts > page::kMaxCounts || r.node_len > page::kMaxNode) {
+      throw std::out_of_range("an execute record over the page's limits");
+    }
+    for (uint32_t i = 0; i < r.n_frees; ++i) held.erase(r.frees[i]);
+    if (r.op_index >= by_index.size()) {
+      throw std::out_of_range("op index " + std::to_string(r.op_index) + " of " + std::to_string(by_index.size()));
+    }
+    const auto attrs = attrs_by_id.find(r.attrs_id);
+    if (attrs == attrs_by_id.end()) throw std::out_of_range("attributes id " + std::to_string(r.attrs_id) + " unknown");
+    Ran ran;
+    ran.inputs.reserve(r.n_inputs);
+    for (uint32_t i = 0; i < r.n_inputs; ++i) {
+      const page::TensorRecord& t = r.inputs[i];
+      ran.inputs.push_back(ArenaTensor(page::DescFromRecord(t), t.arena, t.offset, t.size, t.read_only != 0));
+    }
+    Run(by_index[r.op_index], ran, InstanceLayout(std::vector<std::size_t>(r.in_counts, r.in_counts + r.n_in_counts)),
+        attrs->second, InstanceLayout(std::vector<std::size_t>(r.out_counts, r.out_counts + r.n_out_counts)),
+        std::string(r.node, r.node_len));
+    if (ReplyPage(ran)) return true;
+    *slow = ReplyJson(ran);
+    return false;
   }
 
   Json InferMeta(const Json& req) {
@@ -275,14 +376,18 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
   }
   // The worker ends with its engine even when the engine is killed.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // It leads its own process group, so that the engine ends whatever a
+  // plugin started here together with it (ProcessPlugin::Reap).
+  ::setpgid(0, 0);
   Worker w;
   w.fd = channel_fd;
   Json init;
   std::vector<int> fds;
   std::string why;
-  if (wire::Receive(w.fd, wire::Clock::time_point::max(), init, &fds, &why) != wire::Received::kOk || fds.size() != 2 ||
+  if (wire::Receive(w.fd, wire::Clock::time_point::max(), init, &fds, &why) != wire::Received::kOk || fds.size() != 3 ||
       init.value("type", "") != "init") {
-    std::fprintf(stderr, "ge-plugin-worker: no valid init message on fd %d (%s)\n", channel_fd, why.c_str());
+    std::fprintf(stderr, "ge-plugin-worker: no valid init message on fd %d (%s; got %zu of 3 descriptors)\n", channel_fd,
+                 why.c_str(), fds.size());
     for (int f : fds) ::close(f);
     return 2;
   }
@@ -290,28 +395,73 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
   try {
     w.engine_arena = SharedMapping::Map(fds[0]);
     w.own_arena = std::make_shared<SharedArena>(SharedMapping::Map(fds[1]));
+    w.page_mapping = SharedMapping::Map(fds[2]);
+    if (w.page_mapping->size() < sizeof(page::Page)) {
+      throw std::runtime_error("the call page is " + std::to_string(w.page_mapping->size()) + " bytes (this build needs " +
+                               std::to_string(sizeof(page::Page)) + ")");
+    }
+    w.page = reinterpret_cast<page::Page*>(w.page_mapping->base());  // the engine constructed it
     InstallArenaAsTensorSource(w.own_arena);
     loaded = w.Load(init);
   } catch (const std::exception& e) {
     loaded = Json{{"type", "loaded"}, {"fatal", e.what()}};
   }
-  if (!wire::Send(w.fd, loaded)) return 0;
+  // Our own pidfd goes with the answer: the engine sees our end through it
+  // even while a child of ours holds the channel open (Linux 5.3+; without
+  // it the engine relies on the channel alone).
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
+  std::vector<int> mine;
+  if (pidfd >= 0) mine.push_back(pidfd);
+  const bool sent = wire::Send(w.fd, loaded, mine);
+  if (pidfd >= 0) ::close(pidfd);
+  if (!sent) return 0;
   if (loaded.contains("fatal")) return 2;
-  for (;;) {
-    Json req;
-    const wire::Received r = wire::Receive(w.fd, wire::Clock::time_point::max(), req, nullptr, &why);
-    if (r == wire::Received::kClosed) break;
-    if (r != wire::Received::kOk) {
-      std::fprintf(stderr, "ge-plugin-worker: bad request: %s\n", why.c_str());
-      return 2;
+  // Requests come by the page's doorbell (call_page.h); between them the
+  // worker spins (SpinPolicy: while the engine's calls come in quick
+  // succession), then sleeps on the futex, looking every 100 ms whether the
+  // engine closed the channel.
+  constexpr std::chrono::milliseconds kSlice{100};
+  page::SpinPolicy spin;
+  page::Page& pg = *w.page;
+  auto engine_gone = [&] {
+    pollfd p{w.fd, POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+  };
+  for (uint32_t seq = 1;; ++seq) {
+    const auto idle = page::Clock::now();
+    if (page::WaitFor(pg.request_seq, pg.worker_waiting, seq, spin.Next(), kSlice, page::Clock::time_point::max(),
+                      engine_gone) != page::Wait::kRung) {
+      break;
     }
+    spin.Observe(page::Clock::now() - idle);
+    pg.taken_seq.store(seq, std::memory_order_release);
+    const page::Kind kind = pg.request_kind;
+    if (kind == page::Kind::kBye) break;
     Json reply;
+    bool in_page = false;
     try {
-      reply = w.Handle(req);
+      if (kind == page::Kind::kExecute) {
+        in_page = w.ExecuteInPage(&reply);
+      } else if (kind == page::Kind::kSocket) {
+        Json req;
+        const wire::Received r = wire::Receive(w.fd, wire::Clock::time_point::max(), req, nullptr, &why);
+        if (r == wire::Received::kClosed) break;
+        if (r != wire::Received::kOk) {
+          std::fprintf(stderr, "ge-plugin-worker: bad request: %s\n", why.c_str());
+          return 2;
+        }
+        reply = w.Handle(req);
+      } else {
+        throw std::invalid_argument("request kind " + std::to_string(static_cast<uint32_t>(kind)) + " (supported: 1, 2, 3)");
+      }
     } catch (const std::exception& e) {
+      in_page = false;
       reply = Json{{"rc", GRAPH_FAILED}, {"status", wire::StatusToJson(Status::Error(std::string("worker: ") + e.what()))}};
     }
-    if (!wire::Send(w.fd, reply)) break;
+    // Rung before a frame is written, as the engine does with its requests.
+    pg.reply_kind = in_page ? page::Kind::kExecute : page::Kind::kSocket;
+    page::Ring(pg.reply_seq, pg.engine_waiting, seq);
+    if (!in_page && !wire::Send(w.fd, reply)) break;
   }
   // The engine is gone or done: end without running the plugin's atexit
   // handlers or finalizing the interpreter (a plugin's thread cannot hang

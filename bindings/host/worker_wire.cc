@@ -55,17 +55,22 @@ bool WriteAll(int fd, const uint8_t* p, std::size_t n, const std::vector<int>& f
 
 // Reads at least `at_least` and at most `n` bytes by `deadline`; *got says how many.
 Received ReadSome(int fd, uint8_t* p, std::size_t n, std::size_t at_least, Clock::time_point deadline,
-                  std::vector<int>* fds, std::size_t* got) {
+                  std::vector<int>* fds, std::size_t* got, int gone_fd) {
   *got = 0;
   while (*got < at_least) {
-    if (deadline != Clock::time_point::max()) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) return Received::kTimeout;
-      pollfd pfd{fd, POLLIN, 0};
-      const int r = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left + 1, 1 << 30)));
+    if (deadline != Clock::time_point::max() || gone_fd >= 0) {
+      long long left = 1 << 30;
+      if (deadline != Clock::time_point::max()) {
+        left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        if (left <= 0) return Received::kTimeout;
+      }
+      pollfd pfd[2] = {{fd, POLLIN, 0}, {gone_fd, POLLIN, 0}};
+      const int r = ::poll(pfd, gone_fd >= 0 ? 2 : 1, static_cast<int>(std::min<long long>(left + 1, 1 << 30)));
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) return Received::kError;
       if (r == 0) continue;  // re-checks the deadline
+      // Bytes already sent are read first; the peer's end with none pending is the end.
+      if (pfd[0].revents == 0 && gone_fd >= 0 && (pfd[1].revents & POLLIN) != 0) return Received::kClosed;
     }
     iovec iov{p + *got, n - *got};
     msghdr msg{};
@@ -99,9 +104,9 @@ Received ReadSome(int fd, uint8_t* p, std::size_t n, std::size_t at_least, Clock
 }
 
 // Reads exactly n bytes by `deadline`.
-Received ReadAll(int fd, uint8_t* p, std::size_t n, Clock::time_point deadline, std::vector<int>* fds) {
+Received ReadAll(int fd, uint8_t* p, std::size_t n, Clock::time_point deadline, std::vector<int>* fds, int gone_fd) {
   std::size_t got = 0;
-  return ReadSome(fd, p, n, n, deadline, fds, &got);
+  return ReadSome(fd, p, n, n, deadline, fds, &got, gone_fd);
 }
 
 std::vector<int64_t> DimsOf(const Shape& s) { return s.Dims(); }
@@ -119,14 +124,15 @@ bool Send(int fd, const Json& message, const std::vector<int>& fds) {
   return WriteAll(fd, frame.data(), frame.size(), fds);
 }
 
-Received Receive(int fd, Clock::time_point deadline, Json& message, std::vector<int>* fds, std::string* why) {
+Received Receive(int fd, Clock::time_point deadline, Json& message, std::vector<int>* fds, std::string* why,
+                 int gone_fd) {
   // One read takes the length and, for the usual small frame, the whole body:
   // the two sides strictly alternate (one frame answers one frame), so a read
   // never takes bytes of a later frame; any surplus is a protocol error.
   constexpr std::size_t kFirst = 4096;
   std::vector<uint8_t> buf(kFirst);
   std::size_t got = 0;
-  Received r = ReadSome(fd, buf.data(), kFirst, sizeof(uint32_t), deadline, fds, &got);
+  Received r = ReadSome(fd, buf.data(), kFirst, sizeof(uint32_t), deadline, fds, &got, gone_fd);
   if (r != Received::kOk) return r;
   uint32_t n = 0;
   std::memcpy(&n, buf.data(), sizeof(n));
@@ -144,7 +150,7 @@ Received Receive(int fd, Clock::time_point deadline, Json& message, std::vector<
     const std::size_t at = buf.size();
     const std::size_t piece = std::min(total - at, kReadPiece);
     buf.resize(at + piece);
-    r = ReadAll(fd, buf.data() + at, piece, deadline, fds);
+    r = ReadAll(fd, buf.data() + at, piece, deadline, fds, gone_fd);
     if (r != Received::kOk) return r;
   }
   message = Json::from_msgpack(buf.begin() + sizeof(uint32_t), buf.end(), /*strict=*/true, /*allow_exceptions=*/false);

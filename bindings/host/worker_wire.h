@@ -37,9 +37,12 @@ bool Send(int fd, const Json& message, const std::vector<int>& fds = {});
 enum class Received { kOk, kClosed, kTimeout, kError };
 // Receives one frame into `message` (fds passed with it appended to `fds`,
 // owned by the caller, when non-null), waiting until `deadline`
-// (Clock::time_point::max(): no limit). kClosed: the peer closed or died;
-// kError: a malformed frame (`why` says what) or a failed read.
-Received Receive(int fd, Clock::time_point deadline, Json& message, std::vector<int>* fds, std::string* why);
+// (Clock::time_point::max(): no limit). kClosed: the peer closed or died, or
+// `gone_fd` (a pidfd of the peer, -1: none) became readable while nothing
+// more was to be read: the peer ended even if a child of it holds its end
+// open; kError: a malformed frame (`why` says what) or a failed read.
+Received Receive(int fd, Clock::time_point deadline, Json& message, std::vector<int>* fds, std::string* why,
+                 int gone_fd = -1);
 
 // ---- value encodings (the worker rebuilds the same values) ----
 Json DescToJson(const TensorDesc& d);

@@ -206,8 +206,8 @@ int main(int argc, char** argv) {
     std::printf("eager no-op execute, sub-interpreter: %10.0f ns/call\n", ns_sub);
     std::printf("eager no-op execute, process worker:  %10.0f ns/call\n", ns_proc);
     std::printf("ratio process / sub-interpreter:      %10.2fx (goal: at most 5x)\n", ns_proc / ns_sub);
-    std::printf("socketpair round trip to a child:     %10.0f ns (%.2fx the sub-interpreter call: the floor of one\n"
-                "                                      wake-up per call; the worker call is %.2fx it)\n",
+    std::printf("socketpair round trip to a child:     %10.0f ns (%.2fx the sub-interpreter call: a wake-up each\n"
+                "                                      way; the worker call is %.2fx it)\n",
                 ns_socket, ns_socket / ns_sub, ns_proc / ns_socket);
     // Worker start-up, forked from the zygote (the default; `proc` keeps the
     // zygote) against posix_spawn'ed (GE_PLUGIN_WORKER_ZYGOTE=0, the peer).

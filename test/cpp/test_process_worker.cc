@@ -257,6 +257,86 @@ BOOST_AUTO_TEST_CASE(a_worker_killed_between_calls_is_replaced_without_failing_a
   BOOST_CHECK_NE(PidOf(after), first);
 }
 
+// The call page (share/docs/host-design.md, "The call page"): runtime
+// attributes are sent once and then named by id, so a node whose attributes
+// change between calls, or two nodes alternating, must each get their own.
+BOOST_AUTO_TEST_CASE(attributes_named_by_id_follow_every_change) {
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  LoadFaulty(host);
+  for (const float scale : {3.0f, 3.0f, 2.0f, 3.0f, 0.5f, 2.0f, 2.0f}) {
+    const Call c = Exec(reg, "ProcScale", {1, 2}, RuntimeAttrs({AttrValue(scale)}));
+    BOOST_REQUIRE_MESSAGE(c.rc == GRAPH_SUCCESS, c.status.message());
+    BOOST_CHECK_MESSAGE((Floats(*c.y) == std::vector<float>{scale, 2 * scale}), "scale " << scale);
+  }
+  // More distinct sets than the worker keeps ids for: the oldest id is reused, never confused.
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 80; ++i) {
+      const float scale = static_cast<float>(i) + 0.25f;
+      const Call c = Exec(reg, "ProcScale", {1}, RuntimeAttrs({AttrValue(scale)}));
+      BOOST_REQUIRE_MESSAGE(c.rc == GRAPH_SUCCESS, c.status.message());
+      BOOST_REQUIRE_EQUAL(Floats(*c.y)[0], scale);
+    }
+  }
+}
+
+// A node name longer than the page holds takes the socket; the answer is the same.
+BOOST_AUTO_TEST_CASE(a_call_the_page_cannot_hold_goes_by_the_socket) {
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  LoadFaulty(host);
+  auto op = reg.Create("ProcScale");
+  auto* ex = CustomOpCast<EagerExecuteOp>(op);
+  const OpSchema& schema = dynamic_cast<CapabilityReportingOp&>(*op).GetSchema();
+  Tensor x = Tensor::Allocate(TensorDesc(Shape{2}, DT_FLOAT));
+  x.Data<float>()[0] = 1;
+  x.Data<float>()[1] = 4;
+  RuntimeAttrs attrs({AttrValue(2.0f)});
+  for (const std::size_t len : {std::size_t{8}, std::size_t{1000}, std::size_t{8}}) {
+    EagerOpExecutionContext ctx(schema, {&x}, InstanceLayout({1}), attrs, InstanceLayout({1}));
+    ctx.SetNodeName(std::string(len, 'n'));
+    BOOST_REQUIRE_MESSAGE(ex->Execute(&ctx) == GRAPH_SUCCESS, ctx.GetError().message());
+    BOOST_CHECK((Floats(*ctx.TakeOutputs()[0]) == std::vector<float>{2, 8}));
+  }
+}
+
+// A worker that forks and then crashes: its child still holds the channel,
+// yet the crash is seen at once (the worker's pidfd), not at the deadline,
+// and the child ends with it (the worker's process group).
+BOOST_AUTO_TEST_CASE(a_worker_that_forks_then_crashes_is_a_crash_and_its_child_ends) {
+  OpRegistry reg;
+  PluginHost host(Opts({}, /*timeout_s=*/60.0), reg);
+  LoadFaulty(host);
+  const int token = static_cast<int>(::getpid());
+  const std::string pid_file = "/tmp/ge-proc-faulty-" + std::to_string(token) + ".pid";
+  std::remove(pid_file.c_str());
+  const auto t0 = std::chrono::steady_clock::now();
+  const Call c = Exec(reg, "ProcFault", {6, static_cast<float>(token)});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_CHECK_NE(c.rc, GRAPH_SUCCESS);
+  BOOST_CHECK_MESSAGE(Contains(c.status.message(), "died of signal 11"), c.status.message());
+  BOOST_CHECK_LT(took, 20.0);  // the deadline is 60 s
+  std::ifstream in(pid_file);
+  pid_t child = -1;
+  in >> child;
+  BOOST_REQUIRE_GT(child, 0);
+  std::remove(pid_file.c_str());
+  // Gone, or a zombie no one reaps (a container's pid 1 may not).
+  bool ended = false;
+  for (int i = 0; i < 500 && !ended; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string pid, comm, state;
+    if (!(stat >> pid >> comm >> state) || state == "Z" || state == "X") {
+      ended = true;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  BOOST_CHECK_MESSAGE(ended, "the worker's child " << child << " outlived it");
+  // The next call has a new worker.
+  BOOST_CHECK_NE(PidOf(Exec(reg, "ProcFault", {4})), 0);
+}
+
 BOOST_AUTO_TEST_CASE(default_isolation_process_and_call_timeout_are_checked) {
   OpRegistry reg;
   HostOptions o = Opts({kCases + "proc_plain"});

@@ -3,6 +3,8 @@
 ProcFault(x) -> y: what execute does is chosen by x[0]:
   0 y = 2 x    1 SIGSEGV    2 os._exit(3)    3 sleeps 1000 s
   4 y = [pid of the process running execute, ...]    5 raises ValueError("bad five")
+  6 forks a child that sleeps 1000 s holding everything the worker holds, writes
+    its pid to /tmp/ge-proc-faulty-<x[1]>.pid, then SIGSEGV
 ProcScale(x, *, scale=2.0) -> y = scale * x, with infer_meta (float32 only).
 ProcRef(x) -> x, aliasing its input (make_output_ref_input).
 """
@@ -37,6 +39,15 @@ class Fault:
             time.sleep(1000)
         elif mode == 5:
             raise ValueError("bad five")
+        elif mode == 6:
+            child = os.fork()
+            if child == 0:
+                time.sleep(1000)
+                os._exit(0)
+            with open(f"/tmp/ge-proc-faulty-{int(src[1])}.pid", "w") as f:
+                f.write(str(child))
+            os.kill(os.getpid(), 11)
+            time.sleep(10)
         y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         dst = _floats(y)
         for i, v in enumerate(src.tolist()):
