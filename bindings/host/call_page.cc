@@ -19,6 +19,8 @@ void SpinPause() noexcept {
 #endif
 }
 
+void YieldCpu() noexcept { ::sched_yield(); }
+
 // The futex is FUTEX_WAIT/FUTEX_WAKE without FUTEX_PRIVATE_FLAG: the word
 // is in a memfd both processes map, so the kernel must key it by the page.
 void FutexWait(std::atomic<uint32_t>& addr, uint32_t expected, std::chrono::nanoseconds timeout) noexcept {

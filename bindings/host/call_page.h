@@ -156,6 +156,7 @@ std::string ReplyProblem(const ExecuteReply& reply, uint32_t n_inputs);
 
 // ---- futex primitives (the rest of WaitFor) ----
 void SpinPause() noexcept;
+void YieldCpu() noexcept;  // sched_yield
 // Sleeps while *addr == expected, at most `timeout`; spurious returns are fine.
 void FutexWait(std::atomic<uint32_t>& addr, uint32_t expected, std::chrono::nanoseconds timeout) noexcept;
 
@@ -166,8 +167,14 @@ Wait WaitFor(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& waiting, uint32
   const auto spin_end = Clock::now() + spin;
   for (unsigned i = 0;; ++i) {
     if (bell.load(std::memory_order_acquire) == seq) return Wait::kRung;
-    if ((i & 63) == 63 && Clock::now() >= spin_end) break;
-    SpinPause();
+    if ((i & 15) == 15) {
+      if (Clock::now() >= spin_end) break;
+      // The other side may be waiting for this very CPU (the scheduler
+      // often wakes it next to its waker): let it run.
+      YieldCpu();
+    } else {
+      SpinPause();
+    }
   }
   for (;;) {
     // Said before looking again, so a ring after the look finds it (both
