@@ -29,7 +29,7 @@ SANITIZE_BUILD ?= build-sanitize
 # The Debian package's build: beside $(BUILD), so that ccache reuses its objects.
 DEB_BUILD ?= $(BUILD)-deb
 
-.PHONY: all deps configure build run test bench install clean sanitize deb wheel
+.PHONY: all deps configure build build-run run test bench install clean sanitize deb wheel
 
 all: build
 
@@ -47,7 +47,13 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# What `make run` needs, without the tests and benchmarks of a full build.
+RUN_TARGETS := ge-run ge-plugin-ls ge-plugin-scan ge-plugin-worker ge_native_ext sample_scaled_add_ops
+
+build-run: configure
+	cmake --build $(BUILD) -j $(JOBS) --target $(RUN_TARGETS)
+
+run: build-run
 	rm -rf $(BUILD)/run-out
 	$(BUILD)/bin/ge-run share/examples/attention_block.json --opp-path plugins/samples \
 	  --output-dir $(BUILD)/run-out --repeat 3

@@ -11,7 +11,6 @@
 #include <optional>
 #include <set>
 #include <tuple>
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include "dispatch.h"
@@ -23,6 +22,7 @@
 #include "ge/text.h"
 #include "interpreter.h"
 #include "process_plugin.h"
+#include "process_worker.h"
 #include "py_ref.h"
 #include "views.h"
 #include "worker_access.h"
@@ -59,13 +59,6 @@ std::string ExeDir() {
   return fs::path(buf).parent_path().string();
 }
 
-// Where this library lives (installed: <libdir>; build tree: build/lib).
-std::string LibraryDir() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&LibraryDir), &info) == 0 || info.dli_fname == nullptr) return {};
-  return fs::path(info.dli_fname).parent_path().string();
-}
-
 std::string FindPythonDir(const HostOptions& opts) {
   if (!opts.python_dir.empty()) {
     boost::system::error_code ec;
@@ -77,7 +70,7 @@ std::string FindPythonDir(const HostOptions& opts) {
   std::vector<std::string> candidates;
   if (!opts.python_dir.empty()) candidates.push_back(opts.python_dir);
   if (const char* env = std::getenv("GE_PLUGIN_PYTHON_DIR")) candidates.push_back(env);
-  const std::string libdir = LibraryDir();
+  const std::string libdir = HostLibraryDir();
   if (!libdir.empty()) {
     candidates.push_back((fs::path(libdir) / GE_LIB_TO_PYTHON).string());  // installed
     candidates.push_back((fs::path(libdir) / ".." / "python").string());   // build tree

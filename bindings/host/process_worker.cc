@@ -52,7 +52,13 @@ struct Worker {
   OpRegistry registry;
   std::unique_ptr<PluginHost> host;
   std::map<std::string, std::shared_ptr<BaseCustomOp>> ops;
-  std::vector<BaseCustomOp*> by_index;  // the ops in the order of the "loaded" answer (ExecuteRequest::op_index)
+  // The ops in the order of the "loaded" answer (ExecuteRequest::op_index),
+  // with their execute interface (null: none) and schema looked up once.
+  struct Indexed {
+    EagerExecuteOp* execute;
+    const OpSchema* schema;
+  };
+  std::vector<Indexed> by_index;
   std::map<uint64_t, std::shared_ptr<void>> held;  // outputs handed to the engine
   std::shared_ptr<SharedMapping> page_mapping;
   page::Page* page = nullptr;
@@ -94,7 +100,7 @@ struct Worker {
       ops_json.push_back({{"op_type", rec.op_type},
                           {"schema", wire::SchemaToJson(reporting->GetSchema())},
                           {"caps", reporting->GetCapabilities()}});
-      by_index.push_back(op.get());
+      by_index.push_back({CustomOpCast<EagerExecuteOp>(op.get()), &reporting->GetSchema()});
       ops.emplace(rec.op_type, std::move(op));
     }
     return Json{{"type", "loaded"}, {"report", plugin::ToJson(report)}, {"ops", ops_json}, {"pid", ::getpid()}};
@@ -126,14 +132,13 @@ struct Worker {
     std::vector<std::optional<Tensor>> outputs;
   };
 
-  void Run(BaseCustomOp* op, Ran& ran, InstanceLayout in, const RuntimeAttrs& attrs, InstanceLayout out,
-           std::string node) {
-    auto* ex = CustomOpCast<EagerExecuteOp>(op);
+  void Run(EagerExecuteOp* ex, const OpSchema& schema, Ran& ran, InstanceLayout in, const RuntimeAttrs& attrs,
+           InstanceLayout out, std::string node) {
     if (ex == nullptr) throw std::invalid_argument("op_type has no execute");
     std::vector<Tensor*> ptrs;
     ptrs.reserve(ran.inputs.size());
     for (auto& t : ran.inputs) ptrs.push_back(&t);
-    EagerOpExecutionContext ctx(SchemaOf(op), ptrs, std::move(in), attrs, std::move(out));
+    EagerOpExecutionContext ctx(schema, ptrs, std::move(in), attrs, std::move(out));
     ctx.SetNodeName(std::move(node));
     try {
       ran.rc = ex->Execute(&ctx);
@@ -227,7 +232,7 @@ struct Worker {
     const Json& in = req.at("inputs");
     ran.inputs.reserve(in.size());
     for (const auto& t : in) ran.inputs.push_back(InputTensor(t));
-    Run(op, ran, InstanceLayout(req.at("in").get<std::vector<std::size_t>>()), attrs,
+    Run(CustomOpCast<EagerExecuteOp>(op), SchemaOf(op), ran, InstanceLayout(req.at("in").get<std::vector<std::size_t>>()), attrs,
         InstanceLayout(req.at("out").get<std::vector<std::size_t>>()), req.at("node").get<std::string>());
     return ReplyJson(ran);
   }
@@ -252,7 +257,8 @@ struct Worker {
       const page::TensorRecord& t = r.inputs[i];
       ran.inputs.push_back(ArenaTensor(page::DescFromRecord(t), t.arena, t.offset, t.size, t.read_only != 0));
     }
-    Run(by_index[r.op_index], ran, InstanceLayout(std::vector<std::size_t>(r.in_counts, r.in_counts + r.n_in_counts)),
+    const Indexed& op = by_index[r.op_index];
+    Run(op.execute, *op.schema, ran, InstanceLayout(std::vector<std::size_t>(r.in_counts, r.in_counts + r.n_in_counts)),
         attrs->second, InstanceLayout(std::vector<std::size_t>(r.out_counts, r.out_counts + r.n_out_counts)),
         std::string(r.node, r.node_len));
     if (ReplyPage(ran)) return true;
@@ -470,18 +476,14 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
   ::_exit(0);
 }
 
-namespace {
-
-std::string LibraryDir() {
+std::string HostLibraryDir() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&LibraryDir), &info) == 0 || info.dli_fname == nullptr) return {};
+  if (dladdr(reinterpret_cast<void*>(&HostLibraryDir), &info) == 0 || info.dli_fname == nullptr) return {};
   return fs::path(info.dli_fname).parent_path().string();
 }
 
-}  // namespace
-
 std::string LibexecProgram(const std::string& name) {
-  const fs::path lib(LibraryDir());
+  const fs::path lib(HostLibraryDir());
   boost::system::error_code ec;
   const fs::path installed = lib / GE_LIB_TO_LIBEXEC / name;
   if (fs::is_regular_file(installed, ec)) return installed.lexically_normal().string();

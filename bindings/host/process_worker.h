@@ -3,8 +3,8 @@
 // A worker hosts one plugin in its own main interpreter: it runs this
 // project's own OpRegistry and PluginHost (isolation "main"), so every check,
 // adapter and error message is the code of the other isolations; the engine
-// talks to it over one unix socket (worker_wire.h) and shares tensor memory
-// with it (shared_arena.h). share/docs/host-design.md, "Process isolation".
+// talks to it through a call page (call_page.h) and one unix socket
+// (worker_wire.h) and shares tensor memory with it (shared_arena.h). share/docs/host-design.md, "Process isolation".
 #pragma once
 
 #include <string>
@@ -15,8 +15,9 @@ namespace ge::host {
 
 // The worker's whole life: waits for the engine's "init" message on
 // `channel_fd` (the plugin, the Python folder, the prototype libraries, and
-// the two arena memfds as SCM_RIGHTS), loads the plugin, answers "loaded",
-// then serves one request at a time until the engine closes the socket.
+// the two arena memfds and the call page's as SCM_RIGHTS), loads the plugin,
+// answers "loaded" (with its own pidfd), then serves one request at a time
+// as the page's doorbell rings, until the engine says bye or closes the socket.
 // Returns the process exit code (0 after a clean end, 2 for a protocol
 // error). `args` are the worker's own command-line words after the channel
 // (none are defined yet; unknown ones are an error). A library function: the
@@ -24,6 +25,10 @@ namespace ge::host {
 // (`ge-plugin-scan --zygote`, worker_launcher.h) run the same entry.
 // Owns `channel_fd`. Call on the process's main thread, once.
 int RunWorker(int channel_fd, const std::vector<std::string>& args);
+
+// The folder libge_plugin_host.so was loaded from (installed: <libdir>;
+// build tree: build/lib); "" when it cannot be told.
+std::string HostLibraryDir();
 
 // An internal program of the installation: <libdir>/GE_LIB_TO_LIBEXEC/`name`
 // when installed, else `name` beside the tools of a build tree
