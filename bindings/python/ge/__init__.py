@@ -11,3 +11,44 @@ this package), so plugin authors can unit-test with ``ge.testing``.
 """
 
 __version__ = "1.0.0"
+
+
+def _import_enum_without_functools():
+    """Import :mod:`enum` without loading :mod:`functools` (and, through it,
+    :mod:`collections`, :mod:`reprlib`, :mod:`keyword`) when neither is loaded yet.
+
+    ``ge.graph``, ``ge.runtime`` and ``ge.custom_op`` define their public enums
+    as :class:`enum.IntEnum` (GE compatibility), and Python 3.11's ``enum``
+    takes only ``reduce`` from ``functools`` (``from functools import reduce``
+    at its top). ``functools`` itself costs about 0.4 MiB per sub-interpreter,
+    and the host imports this package in every plugin's sub-interpreter
+    (share/docs/host-design.md, "Targets"). So while ``enum`` is imported,
+    ``sys.modules["functools"]`` is a module holding only ``reduce`` (the C
+    function ``functools.reduce`` is); it is removed right after, so a later
+    ``import functools`` anywhere loads the real module. Skipped (a plain
+    ``import enum`` follows in ``ge.graph``) when ``enum`` or ``functools`` is
+    already loaded, when another Python thread of this interpreter is running
+    (it could import ``functools`` meanwhile), or when ``enum`` needs more
+    than ``reduce`` (another Python version). Not thread-safe otherwise: it runs
+    once, while ``ge`` is first imported.
+    """
+    import sys
+    if "enum" in sys.modules or "functools" in sys.modules:
+        return
+    import _functools
+    import _thread
+    if _thread._count() != 0:
+        return
+    stand_in = type(sys)("functools")
+    stand_in.reduce = _functools.reduce
+    sys.modules["functools"] = stand_in
+    try:
+        import enum  # noqa: F401
+    except ImportError:
+        pass  # enum wanted more of functools: ge.graph imports it normally
+    finally:
+        if sys.modules.get("functools") is stand_in:
+            del sys.modules["functools"]
+
+
+_import_enum_without_functools()
