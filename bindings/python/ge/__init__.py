@@ -13,15 +13,15 @@ this package), so plugin authors can unit-test with ``ge.testing``.
 __version__ = "1.0.0"
 
 
-def _import_enum_without_functools():
+def _import_enum_without_functools() -> None:
     """Import :mod:`enum` without loading :mod:`functools` (and, through it,
     :mod:`collections`, :mod:`reprlib`, :mod:`keyword`) when neither is loaded yet.
 
     ``ge.graph``, ``ge.runtime`` and ``ge.custom_op`` define their public enums
     as :class:`enum.IntEnum` (GE compatibility), and Python 3.11's ``enum``
     takes only ``reduce`` from ``functools`` (``from functools import reduce``
-    at its top). ``functools`` itself costs about 0.4 MiB per sub-interpreter,
-    and the host imports this package in every plugin's sub-interpreter
+    at its top). ``functools`` and what it imports cost about 0.3 MiB per
+    sub-interpreter, and the host imports this package in every plugin's sub-interpreter
     (share/docs/host-design.md, "Targets"). So while ``enum`` is imported,
     ``sys.modules["functools"]`` is a module holding only ``reduce`` (the C
     function ``functools.reduce`` is); it is removed right after, so a later
@@ -29,18 +29,19 @@ def _import_enum_without_functools():
     ``import enum`` follows in ``ge.graph``) when ``enum`` or ``functools`` is
     already loaded, when another Python thread of this interpreter is running
     (it could import ``functools`` meanwhile), or when ``enum`` needs more
-    than ``reduce`` (another Python version). Not thread-safe otherwise: it runs
-    once, while ``ge`` is first imported.
+    than ``reduce`` (another Python version). Runs once, while ``ge`` is first
+    imported in an interpreter; raises nothing.
     """
     import sys
     if "enum" in sys.modules or "functools" in sys.modules:
         return
-    import _functools
     import _thread
-    if _thread._count() != 0:
+    running = getattr(_thread, "_count", None)  # Python threads of this interpreter besides the caller
+    if running is None or running() != 0:
         return
     stand_in = type(sys)("functools")
-    stand_in.reduce = _functools.reduce
+    # The C function functools.reduce is (_functools has no type stub, hence __import__).
+    vars(stand_in)["reduce"] = __import__("_functools").reduce
     sys.modules["functools"] = stand_in
     try:
         import enum  # noqa: F401
