@@ -10,6 +10,11 @@ when the plugin itself does not: annotations such as ``list[TensorDesc]`` and
 only to evaluate string annotations.  Each check runs in a fresh interpreter
 process (the suite's own process has imported all of these long ago), with the
 path entries the suite uses for ``ge`` and ``_ge_native``.
+
+Nor does the ``ge`` package load ``functools`` / ``collections`` (about 0.3 MiB
+per sub-interpreter) for its IntEnums: ``enum`` is imported with a stand-in
+``functools`` holding only ``reduce``, unless ``functools`` is already loaded
+or another thread runs; the real module is there for anyone importing it later.
 """
 import os
 import subprocess
@@ -291,4 +296,102 @@ def test_string_annotations_import_typing_lazily():
             + "exec(compile(%r, '<future_plugin>', 'exec'), {'__name__': 'future_plugin'})\n"
             % source
             + "assert 'typing' in sys.modules\n")
+    _run(code)
+
+
+# ---------------------------------------------------------------------------
+# enum without functools (ge/__init__.py, _import_enum_without_functools)
+# ---------------------------------------------------------------------------
+
+# What the host imports in every plugin's sub-interpreter (bindings/host/interpreter.cc),
+# then a plugin registration and the host's collect.
+HOST_IMPORTS = """
+import sys
+assert "functools" not in sys.modules and "enum" not in sys.modules, sorted(sys.modules)
+import ge, ge.graph, ge.runtime, ge.custom_op, ge._entry
+"""
+
+NO_FUNCTOOLS_CHECK = """
+import enum
+from ge.graph import DataType, Format
+from ge.runtime import TensorPlacement
+from ge.custom_op.proto import InputType, OutputType
+loaded = sorted(m for m in ("functools", "collections", "reprlib", "keyword") if m in sys.modules)
+assert not loaded, "ge (with a plugin registered and collected) imported " + ", ".join(loaded)
+for cls in (DataType, Format, TensorPlacement, InputType, OutputType):
+    assert issubclass(cls, enum.IntEnum), cls
+assert DataType(3) is DataType.DT_INT32 and DataType.DT_INT32 == 3
+# enum's own use of reduce (verify(NAMED_FLAGS) of a flag alias with an unnamed bit).
+try:
+    @enum.verify(enum.NAMED_FLAGS)
+    class Bits(enum.Flag):
+        A = 1
+        B = 2
+        ALL = 7
+except ValueError as exc:
+    assert "missing" in str(exc) and "0x4" in str(exc), exc
+else:
+    raise AssertionError("enum.verify(NAMED_FLAGS) accepted an unnamed bit")
+# A later `import functools` is the real module, and enum's reduce is its reduce.
+import functools
+assert functools.lru_cache and functools.partial and functools.wraps
+assert enum.reduce is functools.reduce
+"""
+
+
+def test_enum_without_functools_in_a_sub_interpreter():
+    inner = HOST_IMPORTS + NO_TYPING_PLUGIN + NO_FUNCTOOLS_CHECK
+    code = textwrap.dedent("""
+        import sys
+        import _xxsubinterpreters as si
+        interp = si.create()
+        try:
+            si.run_string(interp, "import sys; sys.path[:0] = %r\\n" + %r)
+        finally:
+            si.destroy(interp)
+        print("ok")
+    """) % (_env()["PYTHONPATH"].split(os.pathsep), inner)
+    assert _run(code).strip().endswith("ok")
+
+
+def test_enum_without_functools_in_a_plain_interpreter():
+    _run(HOST_IMPORTS + NO_TYPING_PLUGIN + NO_FUNCTOOLS_CHECK)
+
+
+def test_enum_imported_normally_while_another_thread_runs():
+    # Another thread could import functools while the stand-in is in sys.modules:
+    # then ge imports enum (and so functools) as usual.
+    code = textwrap.dedent("""
+        import sys
+        import _thread
+        gate = _thread.allocate_lock()
+        gate.acquire()
+        started = _thread.allocate_lock()
+        started.acquire()
+        done = _thread.allocate_lock()
+        done.acquire()
+        def wait():
+            started.release()
+            gate.acquire()
+            done.release()
+        _thread.start_new_thread(wait, ())
+        started.acquire()
+        assert _thread._count() == 1
+        import ge.graph
+        assert type(sys.modules["functools"].lru_cache).__name__ == "function", sys.modules["functools"]
+        gate.release()
+        done.acquire()
+        assert issubclass(ge.graph.DataType, __import__("enum").IntEnum)
+    """)
+    _run(code)
+
+
+def test_enum_imported_normally_when_functools_is_loaded():
+    code = textwrap.dedent("""
+        import sys
+        import functools
+        import ge.graph
+        import enum
+        assert sys.modules["functools"] is functools and enum.reduce is functools.reduce
+    """)
     _run(code)

@@ -25,7 +25,7 @@ called ("extension": a compiled extension refused in a sub-interpreter).
 Internal: plugins must not import it. Paths arrive as ``str`` decoded with
 the file-system encoding and ``surrogateescape`` (POSIX paths are bytes).
 """
-import functools
+from _functools import partial  # functools.partial itself, without loading functools (and collections)
 
 from . import _loader
 from ._loader import check_name, join_threads, read_metadata, run_atexit_handlers  # noqa: F401  (host entry points)
@@ -156,8 +156,8 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
                 "library": bound,
                 "interfaces": [i for i in impl["interfaces"] if i in _INTERFACE_NAMES],
                 # compile is validated again before every call (share/docs/plugin-authors.md, "The implementation").
-                "revalidate": functools.partial(validate_impl, descriptor, "compile",
-                                                library[op_type] if bound else proto),
+                "revalidate": partial(validate_impl, descriptor, "compile",
+                                      library[op_type] if bound else proto),
             })
     except BaseException:
         abandon(name, before, subinterpreter)

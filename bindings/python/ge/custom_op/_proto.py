@@ -53,7 +53,7 @@ alone.  ``typing`` is imported lazily only to evaluate string annotations
 
 from __future__ import annotations  # annotations below are text: no typing import
 
-import collections.abc
+import _collections_abc  # what collections.abc re-exports; the collections package is not loaded
 import enum
 import _operator  # the C module behind operator (no Python module to load)
 import sys
@@ -461,7 +461,7 @@ def get_args(annotation: Any) -> tuple:
     if isinstance(annotation, types.GenericAlias):
         args = annotation.__args__
         # typing._should_unflatten_callable_args, for typing-free arguments.
-        if (annotation.__origin__ is collections.abc.Callable
+        if (annotation.__origin__ is _collections_abc.Callable
                 and not (len(args) == 2
                          and (args[0] is Ellipsis or isinstance(args[0], (tuple, list))))):
             args = (list(args[:-1]), args[-1])
@@ -1062,7 +1062,7 @@ def call_infer_meta(proto: Any, inputs: Sequence[Any], attrs: Mapping[str, Any],
     """
     proto = canonical_ir(proto)
     op = proto.op_type
-    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, collections.abc.Sequence):
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, _collections_abc.Sequence):
         raise TypeError(f"infer_meta of op_type '{op}': inputs must be a sequence, "
                         f"got {type(inputs).__name__}")
     if len(inputs) != len(proto.inputs):
