@@ -199,8 +199,10 @@ std::optional<FreshListing> FreshListJson(const std::string& cache_path, const s
   dopts.check_safety = !allow_insecure;
   const plugin::Discovery found = plugin::Discover(entries, dopts);
   if (!found.problems.empty()) return std::nullopt;
-  std::vector<std::string> path_texts;
-  path_texts.reserve(found.plugins.size());
+  // The plugins as discovered (views of `found`), each checked against its P
+  // line and its summary.
+  std::vector<ListedPlugin> listed;
+  listed.reserve(found.plugins.size());
   std::string_view array;
   Fnv1a sum;
   while (getline(line) && line.substr(0, 2) == "P\t") {
@@ -215,11 +217,11 @@ std::optional<FreshListing> FreshListJson(const std::string& cache_path, const s
       from = pos[k] + 1;
     }
     pos[kTabs] = line.size();
-    const std::size_t i = path_texts.size();
+    const std::size_t i = listed.size();
     if (i >= found.plugins.size()) return std::nullopt;
     const plugin::Candidate& c = found.plugins[i];
-    path_texts.push_back(PathText(c.path));
-    if (line.substr(pos[0] + 1, pos[1] - pos[0] - 1) != path_texts.back()) return std::nullopt;
+    listed.push_back({c.name, c.path});
+    if (!SpelledAs(line.substr(pos[0] + 1, pos[1] - pos[0] - 1), c.path, /*path=*/true)) return std::nullopt;
     plugin::Stamp old;
     if (!ParseNumber(line, pos[1] + 1, pos[2], old.mtime_ns) || !ParseNumber(line, pos[2] + 1, pos[3], old.ctime_ns) ||
         !ParseNumber(line, pos[3] + 1, pos[4], old.size) || !ParseNumber(line, pos[4] + 1, pos[5], old.files) ||
@@ -231,7 +233,7 @@ std::optional<FreshListing> FreshListJson(const std::string& cache_path, const s
     if (!plugin::DiscoveredStamp(c).SameMeta(old)) return std::nullopt;
   }
   // Every plugin discovered has its P line; then the J line, then the checksum, last.
-  if (path_texts.size() != found.plugins.size() || line.substr(0, 2) != "J\t") return std::nullopt;
+  if (listed.size() != found.plugins.size() || line.substr(0, 2) != "J\t") return std::nullopt;
   array = line.substr(2);
   sum.Add(line);
   if (!getline(line) || line.substr(0, 2) != "S\t" || next != text.size() || line.substr(2) != sum.Hex()) {
@@ -239,10 +241,11 @@ std::optional<FreshListing> FreshListJson(const std::string& cache_path, const s
   }
   // The summaries must be what ToJson(r, false) writes for these plugins, in
   // their order: objects whose fields have their types, the k-th naming the
-  // k-th plugin's path (an "insecure" verdict is stale once the plugin is
-  // safe, or insecure plugins are allowed: the listing must scan it). Checked
-  // in one streaming pass (no JSON tree), then passed through as written.
-  if (!IsListedArray(array, path_texts)) return std::nullopt;
+  // k-th plugin's path and name as discovery found them (an "insecure"
+  // verdict is stale once the plugin is safe, or insecure plugins are
+  // allowed: the listing must scan it). Checked in one pass (no JSON tree),
+  // then passed through as written.
+  if (!IsListedArray(array, listed)) return std::nullopt;
   FreshListing fresh;
   fresh.array_offset = static_cast<std::size_t>(array.data() - text.data());
   fresh.array_size = array.size();

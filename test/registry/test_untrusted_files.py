@@ -138,7 +138,8 @@ def fnv1a64(lines):
 # checksum each edit must be caught by its own rule (the J line's shape check,
 # the P lines' stamps and count, the header's version); without, by the checksum.
 @pytest.mark.parametrize("edit,resum", [
-    ("summary not json", True), ("status wrong type", True), ("path of another", True), ("extra field", True),
+    ("summary not json", True), ("status wrong type", True), ("path of another", True), ("name of another", True),
+    ("extra field", True),
     ("summaries reordered", True), ("summary dropped", True), ("stamp not a number", True), ("P line dropped", True),
     ("J line dropped", True), ("version 4 header", True), ("status edited", False), ("op renamed", False)])
 def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit, resum):
@@ -158,6 +159,8 @@ def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit, resu
         summaries[0]["status"] = 1
     elif edit == "path of another":
         summaries[0]["path"] = summaries[0]["path"].replace("p1", "p2")
+    elif edit == "name of another":
+        summaries[0]["name"] = "p2"
     elif edit == "extra field":
         summaries[0]["injected"] = True
     elif edit == "summaries reordered":
@@ -195,6 +198,29 @@ def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit, resu
     assert [op["op_type"] for pl in out["plugins"] for op in pl["ops"]] == ["UtP1", "UtP2"]
     assert all(set(pl) == {"name", "path", "kind", "prototypes", "version", "isolation", "status", "error", "ops"}
                for pl in out["plugins"])
+
+
+def test_an_index_whose_summary_names_another_plugin_is_not_believed(opp, tmp_path):
+    """The J line's summaries are matched to discovery by name as well as by
+    path: a summary at p1's path calling itself "evil" (checksum made to match)
+    is not passed through; the listing names each plugin as discovered."""
+    make_plugin(opp, "p1", "UtP1")
+    env, cache, _ = first_cache(opp, tmp_path)
+    index = cache + ".list"
+    lines = open(index).read().splitlines()
+    summaries = json.loads(lines[-2][2:])
+    assert summaries[0]["name"] == "p1"
+    summaries[0]["name"] = "evil"
+    lines[-2] = "J\t" + json.dumps(summaries, separators=(",", ":"))
+    lines[-1] = "S\t" + fnv1a64([line for line in lines if line[:2] in ("P\t", "J\t")])
+    open(index, "w").write("\n".join(lines) + "\n")
+    edited = os.stat(index).st_ino
+    p = run_ls("--opp-path", str(opp), "--json", env=env)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["source"] == "cache" and [pl["name"] for pl in out["plugins"]] == ["p1"]
+    assert os.stat(index).st_ino != edited  # rebuilt from the cache, not passed through
+    assert "evil" not in open(index).read()
 
 
 def test_an_index_whose_checksum_is_made_to_match_is_passed_through(opp, tmp_path):
