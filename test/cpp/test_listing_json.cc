@@ -113,7 +113,7 @@ BOOST_AUTO_TEST_CASE(a_summary_of_another_shape_is_refused_with_the_reason) {
   BOOST_TEST(why.find("not valid JSON") == 0, why);
 }
 
-// The listing index's `plugins` array (index version 5): one pass over the
+// The listing index's `plugins` array (index version 6): one pass over the
 // list, the k-th summary naming the k-th plugin discovered (its path and its
 // name), as many as there are.
 BOOST_AUTO_TEST_CASE(a_listed_array_passes_for_its_plugins_in_their_order_only) {
