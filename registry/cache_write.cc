@@ -95,23 +95,52 @@ bool SaveCache(const std::string& path, const std::vector<std::string>& entries,
 }
 
 namespace {
-// Version 5: per plugin a P line (path in the PathText spelling, stamp with
+// Version 6: per plugin a P line (path in the PathText spelling, stamp with
 // ctime and inodes), then one J line holding the `plugins` array as printed
 // (checked in one pass, written with one write). The last line is
-// "S\t<FNV-1a 64 of every P line and the J line>", so an edited, cut or
-// reordered index is never passed through.
-constexpr char kListHeader[] = "ge-plugin-list 5";
+// "S\t<IndexChecksum of the P lines and the J line>", so an edited, cut or
+// reordered index is never passed through. (Version 5 had the same lines with
+// a byte-wise FNV-1a 64 checksum: 2.2M of a warm listing's 21M instructions.)
+constexpr char kListHeader[] = "ge-plugin-list 6";
 constexpr int kStampFields = 5;  // mtime_ns, ctime_ns, size, files, inodes
 
-// FNV-1a 64 over lines, each followed by '\n': the index's checksum line.
-class Fnv1a {
- public:
-  void Add(std::string_view line) { h_.Add(line).Add("\n"); }
-  std::string Hex() const { return h_.Hex(); }
-
- private:
-  Fnv1a64 h_;
-};
+// The index's checksum over `bytes` (the P lines and the J line, each with
+// its newline, as they follow each other in the file): FNV-1a 64's basis and
+// prime over 8-byte little-endian words instead of bytes (the last one padded
+// with zero bytes), each step followed by h ^= h >> 29 so that high bytes
+// reach the low bits, then the same step over the length. Each step is a
+// bijection of h, so any one changed word changes the result. A check
+// against damage, not a signature (the J line is checked on its own).
+// share/docs/registry.md, "The listing index"; test_untrusted_files.py has a
+// Python copy.
+std::string IndexChecksum(std::string_view bytes) {
+  constexpr uint64_t kBasis = 14695981039346656037ULL, kPrime = 1099511628211ULL;
+  uint64_t h = kBasis;
+  auto step = [&h](uint64_t w) {
+    h = (h ^ w) * kPrime;
+    h ^= h >> 29;
+  };
+  const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+  const std::size_t n = bytes.size();
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, b + i, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);  // the words are little-endian whatever the machine
+#endif
+    step(w);
+  }
+  if (i < n) {
+    uint64_t w = 0;
+    for (std::size_t k = 0; i + k < n; ++k) w |= uint64_t{b[i + k]} << (8 * k);
+    step(w);
+  }
+  step(static_cast<uint64_t>(n));
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
 
 std::string ListIndexPath(const std::string& cache_path) { return cache_path + ".list"; }
 
@@ -139,9 +168,8 @@ bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>
                    const std::vector<PluginRecord>& ordered, std::string* why) {
   const std::string identity = CacheIdentity(cache_path);
   if (identity.empty()) return false;  // no cache, no index
-  std::ostringstream out;
-  out << kListHeader << "\n" << identity << "\n" << OppLine(entries) << "\n";
-  Fnv1a sum;
+  // The P lines and the J line, each with its newline: what the checksum covers.
+  std::string body;
   std::string array = "J\t[";
   for (const auto& r : ordered) {
     const std::string path = PathText(r.path);
@@ -153,17 +181,15 @@ bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>
       return false;
     }
     const plugin::Stamp st = r.stamp.value_or(plugin::Stamp{});
-    const std::string pline = "P\t" + path + "\t" + std::to_string(st.mtime_ns) + "\t" + std::to_string(st.ctime_ns) +
-                              "\t" + std::to_string(st.size) + "\t" + std::to_string(st.files) + "\t" +
-                              std::to_string(st.inodes);
-    sum.Add(pline);
-    out << pline << "\n";
+    body += "P\t" + path + "\t" + std::to_string(st.mtime_ns) + "\t" + std::to_string(st.ctime_ns) + "\t" +
+            std::to_string(st.size) + "\t" + std::to_string(st.files) + "\t" + std::to_string(st.inodes) + "\n";
     if (array.size() > 3) array += ',';
     array += plugin::ToJson(r, false).dump(-1, ' ', false, json::error_handler_t::replace);
   }
-  array += ']';
-  sum.Add(array);
-  out << array << "\n" << "S\t" << sum.Hex() << "\n";
+  body += array;
+  body += "]\n";
+  std::ostringstream out;
+  out << kListHeader << "\n" << identity << "\n" << OppLine(entries) << "\n" << body << "S\t" << IndexChecksum(body) << "\n";
   return WriteFileDurably(ListIndexPath(cache_path), out.str(), why);
 }
 
@@ -199,12 +225,13 @@ std::optional<FreshListing> FreshListJson(const std::string& cache_path, const s
   dopts.check_safety = !allow_insecure;
   const plugin::Discovery found = plugin::Discover(entries, dopts);
   if (!found.problems.empty()) return std::nullopt;
-  std::vector<std::string> path_texts;
-  path_texts.reserve(found.plugins.size());
+  // The plugins as discovered (views of `found`), each checked against its P
+  // line and its summary.
+  std::vector<ListedPlugin> listed;
+  listed.reserve(found.plugins.size());
   std::string_view array;
-  Fnv1a sum;
+  const std::size_t body_begin = next;  // the checksum's bytes: the P lines and the J line
   while (getline(line) && line.substr(0, 2) == "P\t") {
-    sum.Add(line);
     // P \t path \t mtime_ns \t ctime_ns \t size \t files \t inodes
     constexpr int kTabs = 1 + kStampFields;
     std::size_t pos[kTabs + 1];
@@ -215,11 +242,11 @@ std::optional<FreshListing> FreshListJson(const std::string& cache_path, const s
       from = pos[k] + 1;
     }
     pos[kTabs] = line.size();
-    const std::size_t i = path_texts.size();
+    const std::size_t i = listed.size();
     if (i >= found.plugins.size()) return std::nullopt;
     const plugin::Candidate& c = found.plugins[i];
-    path_texts.push_back(PathText(c.path));
-    if (line.substr(pos[0] + 1, pos[1] - pos[0] - 1) != path_texts.back()) return std::nullopt;
+    listed.push_back({c.name, c.path});
+    if (!SpelledAs(line.substr(pos[0] + 1, pos[1] - pos[0] - 1), c.path, /*path=*/true)) return std::nullopt;
     plugin::Stamp old;
     if (!ParseNumber(line, pos[1] + 1, pos[2], old.mtime_ns) || !ParseNumber(line, pos[2] + 1, pos[3], old.ctime_ns) ||
         !ParseNumber(line, pos[3] + 1, pos[4], old.size) || !ParseNumber(line, pos[4] + 1, pos[5], old.files) ||
@@ -231,18 +258,19 @@ std::optional<FreshListing> FreshListJson(const std::string& cache_path, const s
     if (!plugin::DiscoveredStamp(c).SameMeta(old)) return std::nullopt;
   }
   // Every plugin discovered has its P line; then the J line, then the checksum, last.
-  if (path_texts.size() != found.plugins.size() || line.substr(0, 2) != "J\t") return std::nullopt;
+  if (listed.size() != found.plugins.size() || line.substr(0, 2) != "J\t") return std::nullopt;
   array = line.substr(2);
-  sum.Add(line);
-  if (!getline(line) || line.substr(0, 2) != "S\t" || next != text.size() || line.substr(2) != sum.Hex()) {
+  const std::string_view body = text.substr(body_begin, next - body_begin);
+  if (!getline(line) || line.substr(0, 2) != "S\t" || next != text.size() || line.substr(2) != IndexChecksum(body)) {
     return std::nullopt;
   }
   // The summaries must be what ToJson(r, false) writes for these plugins, in
   // their order: objects whose fields have their types, the k-th naming the
-  // k-th plugin's path (an "insecure" verdict is stale once the plugin is
-  // safe, or insecure plugins are allowed: the listing must scan it). Checked
-  // in one streaming pass (no JSON tree), then passed through as written.
-  if (!IsListedArray(array, path_texts)) return std::nullopt;
+  // k-th plugin's path and name as discovery found them (an "insecure"
+  // verdict is stale once the plugin is safe, or insecure plugins are
+  // allowed: the listing must scan it). Checked in one pass (no JSON tree),
+  // then passed through as written.
+  if (!IsListedArray(array, listed)) return std::nullopt;
   FreshListing fresh;
   fresh.array_offset = static_cast<std::size_t>(array.data() - text.data());
   fresh.array_size = array.size();

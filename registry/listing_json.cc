@@ -1,47 +1,28 @@
 // listing_json.cc: see listing_json.h.
 #include "listing_json.h"
 
-#include <array>
 #include <cstdint>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "ge/plugin/record.h"
+#include "listing_keys.h"
 
 namespace ge::registry {
 
 namespace {
 
+using namespace listing_keys;
+
 using nlohmann::json;
 
-// The summary's keys, in the order of the bit that marks each as seen.
-constexpr std::array<std::string_view, 9> kSummaryKeys{"name",      "path",   "kind",  "prototypes", "version",
-                                                       "isolation", "status", "error", "ops"};
-enum SummaryKey { kName, kPath, kKind, kPrototypes, kVersion, kIsolation, kStatus, kError, kOps };
-constexpr std::array<std::string_view, 3> kOpKeys{"op_type", "capabilities", "prototype_library"};
-enum OpKey { kOpType, kCapabilities, kPrototypeLibrary };
-
-int IndexOf(std::string_view k, const std::string_view* keys, int n) {
-  for (int i = 0; i < n; ++i) {
-    if (keys[i] == k) return i;
-  }
-  return -1;
-}
-
-bool KnownIsolation(std::string_view s) {
-  return s.empty() || s == "subinterpreter" || s == "main" || s == "process";
-}
-
-// One streaming pass over listing JSON. Each container opened pushes what it
-// is; every value is checked against the key it belongs to.
+// One streaming pass over the daemon's `list` reply (nlohmann::json's SAX
+// parser: the reply's other keys may hold any JSON value). Each container
+// opened pushes what it is; every value is checked against the key it
+// belongs to. (The listing index's summaries: listing_summaries.cc.)
 class Checker : public nlohmann::json_sax<json> {
  public:
-  enum class Mode { kSummary, kList, kReply };
-  // kSummary: one summary naming `path_text`; kList: a list of summaries,
-  // the k-th naming (*path_texts)[k]; kReply: the daemon's reply.
-  Checker(Mode mode, std::string_view path_text, const std::vector<std::string>* path_texts = nullptr)
-      : mode_(mode), path_text_(path_text), path_texts_(path_texts) {}
 
   bool null() override { return Scalar(kNull, nullptr); }
   bool boolean(bool v) override {
@@ -57,8 +38,7 @@ class Checker : public nlohmann::json_sax<json> {
   bool start_object(std::size_t) override {
     if (stack_.empty()) {
       if (done_) return Fail("more than one value");
-      if (mode_ == Mode::kList) return Fail("an object where a list was expected");
-      return Push(mode_ == Mode::kSummary ? kSummaryObj : kReplyObj);
+      return Push(kReplyObj);
     }
     switch (stack_.back()) {
       case kPluginsArr:
@@ -101,7 +81,6 @@ class Checker : public nlohmann::json_sax<json> {
     if (f == kSummaryObj) {
       if (summary_seen_ != (1u << kSummaryKeys.size()) - 1) return Fail("a summary field is missing");
       summary_seen_ = 0;
-      ++summaries_;
     } else if (f == kOpObj) {
       if ((op_seen_ & 3u) != 3u) return Fail("an op lacks 'op_type' or 'capabilities'");
       op_seen_ = 0;
@@ -115,8 +94,7 @@ class Checker : public nlohmann::json_sax<json> {
   }
   bool start_array(std::size_t) override {
     if (stack_.empty()) {
-      if (mode_ != Mode::kList || done_) return Fail("an array where an object was expected");
-      return Push(kPluginsArr);
+      return Fail("an array where an object was expected");
     }
     switch (stack_.back()) {
       case kSummaryObj:
@@ -143,7 +121,6 @@ class Checker : public nlohmann::json_sax<json> {
   }
 
   bool ok() const { return problem_.empty() && done_; }
-  std::size_t summaries() const { return summaries_; }
   const std::string& problem() const { return problem_; }
   bool reply_ok() const { return reply_ok_; }
   bool allow_insecure() const { return allow_insecure_; }
@@ -208,21 +185,11 @@ class Checker : public nlohmann::json_sax<json> {
         const std::string_view k = kSummaryKeys[summary_key_];
         if (summary_key_ == kPrototypes || summary_key_ == kOps) return Fail("summary field '" + std::string(k) + "' must be a list");
         if (t != kString) return Fail("summary field '" + std::string(k) + "' must be a string");
-        if (summary_key_ == kPath && mode_ == Mode::kSummary && *s != path_text_) {
-          return Fail("the summary names another path");
-        }
-        if (summary_key_ == kPath && mode_ == Mode::kList &&
-            (summaries_ >= path_texts_->size() || *s != (*path_texts_)[summaries_])) {
-          return Fail("summary " + std::to_string(summaries_) + " names another path");
-        }
         if (summary_key_ == kKind && *s != "python" && *s != "op_library") return Fail("unknown kind '" + *s + "'");
         if (summary_key_ == kIsolation && !KnownIsolation(*s)) return Fail("unknown isolation '" + *s + "'");
         if (summary_key_ == kStatus) {
-          const auto st = plugin::ParseStatus(*s);
-          if (!st) return Fail("unknown status '" + *s + "'");
-          // The index never passes an "insecure" verdict through: it is stale
-          // once the plugin is safe or insecure plugins are allowed.
-          if (*st == plugin::PluginStatus::kInsecure && mode_ != Mode::kReply) return Fail("status insecure");
+          // "insecure" too: the daemon decides that.
+          if (!plugin::ParseStatus(*s)) return Fail("unknown status '" + *s + "'");
         }
         return true;
       }
@@ -231,16 +198,12 @@ class Checker : public nlohmann::json_sax<json> {
     }
   }
 
-  Mode mode_;
-  std::string_view path_text_;
-  const std::vector<std::string>* path_texts_;
   std::vector<Frame> stack_;
   std::string problem_;
   bool done_ = false;
   // the summary or op being read
   uint32_t summary_seen_ = 0, op_seen_ = 0;
   int summary_key_ = 0, op_key_ = 0;
-  std::size_t summaries_ = 0;
   // the reply
   std::string key_;
   std::set<std::string> reply_keys_;
@@ -257,23 +220,8 @@ bool Run(Checker& c, std::string_view text, std::string* why) {
 
 }  // namespace
 
-bool IsListedSummary(std::string_view text, std::string_view path_text, std::string* why) {
-  Checker c(Checker::Mode::kSummary, path_text);
-  return Run(c, text, why);
-}
-
-bool IsListedArray(std::string_view text, const std::vector<std::string>& path_texts, std::string* why) {
-  Checker c(Checker::Mode::kList, {}, &path_texts);
-  if (!Run(c, text, why)) return false;
-  if (c.summaries() != path_texts.size()) {
-    if (why) *why = std::to_string(c.summaries()) + " summaries for " + std::to_string(path_texts.size()) + " plugins";
-    return false;
-  }
-  return true;
-}
-
 std::optional<ListReply> ParseListReply(std::string_view line, std::string* why) {
-  Checker c(Checker::Mode::kReply, {});
+  Checker c;
   if (!Run(c, line, why)) return std::nullopt;
   // Checked: the only key "plugins" of the line is the reply's, and it is the
   // last, so its value runs from that key to the closing brace. A key written

@@ -1,9 +1,10 @@
 // listing_json.h: checks of listing JSON text without building a JSON tree,
 // for the warm `ge-plugin-ls --json` paths (share/docs/registry.md, "The
-// listing index" and "Protocol"): a summary line of the listing index, and the
-// daemon's `list` reply, are checked in one streaming pass (nlohmann::json's
-// SAX parser) and then passed through as the text they are, instead of being
-// parsed into a tree and written again.
+// listing index" and "Protocol"): the summaries of the listing index (one
+// hand-written pass over the bytes) and the daemon's `list` reply (one
+// streaming pass of nlohmann::json's SAX parser) are checked and then passed
+// through as the text they are, instead of being parsed into a tree and
+// written again.
 #pragma once
 
 #include <optional>
@@ -19,19 +20,33 @@ namespace ge::registry {
 // status, error, ops and no other; each of its type (`kind` "python" or
 // "op_library", `isolation` a known isolation, `status` a known status other
 // than "insecure", `ops` objects with a string `op_type`, a list of string
-// `capabilities` and an optional string `prototype_library`), valid UTF-8
-// (the parser's own check), and `path` equal to `path_text` (the PathText
+// `capabilities` and an optional string `prototype_library`), valid JSON
+// (RFC 8259) and valid UTF-8, and `path` equal to `path_text` (the PathText
 // spelling). The same verdict the listing index's reader took before from
 // plugin::FromJson on a parsed tree. `why` (optional) gets the first problem.
-// Thread-safe; allocates only the strings it compares.
+// One pass over the bytes (no JSON tree, no copy of a string without an
+// escape). Thread-safe.
 bool IsListedSummary(std::string_view text, std::string_view path_text, std::string* why = nullptr);
 
+// A plugin as discovery found it (ge/plugin/discovery.h, Candidate): its
+// name and path as bytes, borrowed for the call. A summary spells them with
+// Utf8Text and PathText (ge/text.h).
+struct ListedPlugin {
+  std::string_view name;
+  std::string_view path;
+};
+// True when `spelled` is how the listing spells `raw` (bytes): PathText when
+// `path`, else Utf8Text (ge/text.h); without building the spelling when `raw`
+// holds no backslash and no byte over 0x7f (then both leave it as it is).
+// Pure function; thread-safe.
+bool SpelledAs(std::string_view spelled, std::string_view raw, bool path);
+
 // True when `text` is a JSON list of summaries (each as IsListedSummary),
-// the k-th naming path_texts[k], as many as there are paths: the `plugins`
-// array of a listing index (share/docs/registry.md, "The listing index"),
-// checked in one streaming pass. `why` (optional) gets the first problem.
-// Thread-safe.
-bool IsListedArray(std::string_view text, const std::vector<std::string>& path_texts, std::string* why = nullptr);
+// the k-th naming plugins[k] (its `name` and its `path`), as many as there
+// are plugins: the `plugins` array of a listing index (share/docs/registry.md,
+// "The listing index"), checked in one pass. `why` (optional) gets the first
+// problem. Thread-safe.
+bool IsListedArray(std::string_view text, const std::vector<ListedPlugin>& plugins, std::string* why = nullptr);
 
 // The daemon's `list` reply, checked: a JSON object with boolean `ok`, a list
 // of strings `opp_path`, boolean `allow_insecure` and, as its last key,

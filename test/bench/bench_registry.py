@@ -24,7 +24,13 @@ plugin no slower than GStreamer's per element (ratio <= 1). Without the peer
 (gst-inspect-1.0 or its Python plugin loader missing) the figures are printed
 alone, with a note saying what is missing.
 
-usage: bench_registry.py [--plugins N] [--repeat R] [--bin DIR] [--no-peer]
+--warm-only measures the warm listings alone (no cold figures; the cache,
+GStreamer's registry and the daemon's cache are still made once, by a first
+untimed run of each); with --work DIR the generated plugins, elements, caches
+and registries are kept in DIR and reused by the next such run (same
+--plugins), so that a warm-only run costs only its rounds.
+
+usage: bench_registry.py [--plugins N] [--repeat R] [--bin DIR] [--no-peer] [--warm-only [--work DIR]]
 """
 import argparse
 import json
@@ -122,9 +128,73 @@ def make_gst_elements(folder, n):
             f.write(GST_ELEMENT.format(i=i, cls=f"GeBench{i:05d}", name=f"gebench{i:05d}"))
 
 
+def ensure_plugins(opp, n):
+    """The N benchmark plugins in `opp`, generated unless a previous --work run left them complete."""
+    done = os.path.join(os.path.dirname(opp), f"opp-{n}.done")
+    if os.path.exists(done):
+        return
+    shutil.rmtree(opp, ignore_errors=True)
+    os.mkdir(opp)
+    for i in range(n):
+        make_plugin(opp, f"p{i:05d}", f"BenchRegOp{i}", version=f"1.0.{i}")
+    open(done, "w").close()
+
+
+def ensure_gst_elements(folder, n):
+    """The N GStreamer elements in `folder`, as ensure_plugins."""
+    done = folder + f"-{n}.done"
+    if os.path.exists(done):
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    make_gst_elements(folder, n)
+    open(done, "w").close()
+
+
 def ratio(ours, peer, goal):
     r = ours / peer
     return f"ratio {r:.2f} (goal <= {goal:g}{', met' if r <= goal else ', NOT met'})"
+
+
+def cold_figures(a, ls, env, work, peer_missing):
+    """The cold scans, ours and GStreamer's: (ms per plugin, CPU ms per plugin,
+    GStreamer's ms per element, its CPU ms per element; None without the peer)."""
+    # ---- cold: ours per plugin, (N plugins - none) / N --------------------------------
+    opp, empty = os.path.join(work, "opp"), os.path.join(work, "opp-empty")
+    os.mkdir(opp)
+    os.mkdir(empty)
+    for i in range(a.plugins):
+        make_plugin(opp, f"p{i:05d}", f"BenchRegOp{i}", version=f"1.0.{i}")
+    env["GE_PLUGIN_REGISTRY_CACHE"] = os.path.join(work, "cache-empty.json")
+    c0 = children_cpu()
+    base, _ = run([ls, "--opp-path", empty, "--json", "--no-daemon"], env)
+    c1 = children_cpu()
+    env["GE_PLUGIN_REGISTRY_CACHE"] = os.path.join(work, "cache.json")
+    dt, out = run([ls, "--opp-path", opp, "--json", "--no-daemon"], env)
+    c2 = children_cpu()
+    # One zygote, one forked scanner child per plugin (share/docs/registry.md, "Processes").
+    cold_cpu_ms = ((c2 - c1) - (c1 - c0)) * 1000 / a.plugins
+    j = json.loads(out)
+    assert j["source"] == "scan" and len(j["plugins"]) == a.plugins, j["source"]
+    bad = [p for p in j["plugins"] if p["status"] != "ok"]
+    assert not bad, bad[:3]
+    cold_ms = (dt - base) * 1000 / a.plugins
+    # ---- cold: GStreamer per element ---------------------------------------------------
+    gst_cold_ms = None
+    if not peer_missing:
+        gst, gst_empty = os.path.join(work, "gst"), os.path.join(work, "gst-empty")
+        make_gst_elements(gst, a.plugins)
+        make_gst_elements(gst_empty, 0)
+        c0 = children_cpu()
+        gbase, _ = run(["gst-inspect-1.0"], gst_env(gst_empty, os.path.join(work, "gst-empty.bin")))
+        c1 = children_cpu()
+        gdt, out = run(["gst-inspect-1.0"], gst_env(gst, os.path.join(work, "gst.bin")))
+        c2 = children_cpu()
+        gst_cold_cpu_ms = ((c2 - c1) - (c1 - c0)) * 1000 / a.plugins
+        last = out.decode(errors="replace").strip().splitlines()[-1]
+        found = sum(1 for line in out.decode(errors="replace").splitlines() if "gebench" in line)
+        assert found == a.plugins, f"GStreamer registered {found} of {a.plugins} elements ({last})"
+        gst_cold_ms = (gdt - gbase) * 1000 / a.plugins
+    return cold_ms, cold_cpu_ms, gst_cold_ms, gst_cold_cpu_ms
 
 
 def main():
@@ -133,10 +203,21 @@ def main():
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--bin", default=os.environ.get("GE_REGISTRY_BIN", "build/bin"))
     ap.add_argument("--no-peer", action="store_true", help="skip the GStreamer peer")
+    ap.add_argument("--warm-only", action="store_true",
+                    help="only the warm listings (cache, daemon, gst-inspect-1.0); no cold figures")
+    ap.add_argument("--work", metavar="DIR",
+                    help="with --warm-only: keep the plugins, elements, caches and registries in DIR and reuse "
+                         "them when run again (default: a temporary folder, removed)")
     a = ap.parse_args()
+    if a.work and not a.warm_only:
+        ap.error("--work needs --warm-only (the cold figures need a folder without caches)")
     ls = os.path.join(a.bin, "ge-plugin-ls")
     regd = os.path.join(a.bin, "ge-plugin-registryd")
-    work = tempfile.mkdtemp(prefix="ge-reg-bench-")
+    if a.work:
+        work = os.path.abspath(a.work)
+        os.makedirs(work, exist_ok=True)
+    else:
+        work = tempfile.mkdtemp(prefix="ge-reg-bench-")
     os.chmod(work, 0o755)
     peer_missing = "--no-peer given" if a.no_peer else gst_peer_missing()
     env = dict(os.environ)
@@ -144,44 +225,23 @@ def main():
     env.pop("GE_LOG_LEVEL", None)
     d = None
     try:
-        # ---- cold: ours per plugin, (N plugins - none) / N --------------------------------
-        opp, empty = os.path.join(work, "opp"), os.path.join(work, "opp-empty")
-        os.mkdir(opp)
-        os.mkdir(empty)
-        for i in range(a.plugins):
-            make_plugin(opp, f"p{i:05d}", f"BenchRegOp{i}", version=f"1.0.{i}")
-        env["GE_PLUGIN_REGISTRY_CACHE"] = os.path.join(work, "cache-empty.json")
-        c0 = children_cpu()
-        base, _ = run([ls, "--opp-path", empty, "--json", "--no-daemon"], env)
-        c1 = children_cpu()
-        env["GE_PLUGIN_REGISTRY_CACHE"] = os.path.join(work, "cache.json")
-        dt, out = run([ls, "--opp-path", opp, "--json", "--no-daemon"], env)
-        c2 = children_cpu()
-        # One zygote, one forked scanner child per plugin (share/docs/registry.md, "Processes").
-        cold_cpu_ms = ((c2 - c1) - (c1 - c0)) * 1000 / a.plugins
-        j = json.loads(out)
-        assert j["source"] == "scan" and len(j["plugins"]) == a.plugins, j["source"]
-        bad = [p for p in j["plugins"] if p["status"] != "ok"]
-        assert not bad, bad[:3]
-        cold_ms = (dt - base) * 1000 / a.plugins
-        # ---- cold: GStreamer per element ---------------------------------------------------
-        gst_cold_ms = None
-        if not peer_missing:
-            gst, gst_empty = os.path.join(work, "gst"), os.path.join(work, "gst-empty")
-            make_gst_elements(gst, a.plugins)
-            make_gst_elements(gst_empty, 0)
-            c0 = children_cpu()
-            gbase, _ = run(["gst-inspect-1.0"], gst_env(gst_empty, os.path.join(work, "gst-empty.bin")))
-            c1 = children_cpu()
-            gdt, out = run(["gst-inspect-1.0"], gst_env(gst, os.path.join(work, "gst.bin")))
-            c2 = children_cpu()
-            gst_cold_cpu_ms = ((c2 - c1) - (c1 - c0)) * 1000 / a.plugins
-            last = out.decode(errors="replace").strip().splitlines()[-1]
-            found = sum(1 for line in out.decode(errors="replace").splitlines() if "gebench" in line)
-            assert found == a.plugins, f"GStreamer registered {found} of {a.plugins} elements ({last})"
-            gst_cold_ms = (gdt - gbase) * 1000 / a.plugins
+        opp, gst = os.path.join(work, "opp"), os.path.join(work, "gst")
+        if a.warm_only:
+            ensure_plugins(opp, a.plugins)
+            env["GE_PLUGIN_REGISTRY_CACHE"] = os.path.join(work, "cache.json")
+            _, out = run([ls, "--opp-path", opp, "--json", "--no-daemon"], env)  # makes the cache when missing
+            j = json.loads(out)
+            bad = [p for p in j["plugins"] if p["status"] != "ok"]
+            assert len(j["plugins"]) == a.plugins and not bad, (len(j["plugins"]), bad[:3])
+            if not peer_missing:
+                ensure_gst_elements(gst, a.plugins)
+                run(["gst-inspect-1.0"], gst_env(gst, os.path.join(work, "gst.bin")))  # makes its registry
+        else:
+            cold_ms, cold_cpu_ms, gst_cold_ms, gst_cold_cpu_ms = cold_figures(a, ls, env, work, peer_missing)
         # ---- the daemon ---------------------------------------------------------------------
         sock = os.path.join(work, "d.sock")
+        if os.path.exists(sock):  # left by an interrupted --work run
+            os.remove(sock)
         t0 = time.perf_counter()
         d = subprocess.Popen([regd, "--foreground", "--opp-path", opp, "--socket", sock, "--cache",
                               os.path.join(work, "dcache.json")], stderr=subprocess.DEVNULL)
@@ -226,7 +286,16 @@ def main():
 
         print(f"registry benchmark: {a.plugins} plugins, {a.repeat} alternating rounds "
               f"(medians; goal: warm listing <= {WARM_GOAL:g}x GStreamer's CPU time, from the cache and via the daemon)")
-        if peer_missing:
+        if a.warm_only:
+            if peer_missing:
+                print(f"  GStreamer peer skipped: {peer_missing}")
+            else:
+                print(f"  warm gst-inspect-1.0 listing ({a.plugins} Python elements): CPU {med(gst_t, 1):.1f} ms "
+                      f"(wall {med(gst_t, 0):.1f} ms)")
+            print(warm_line("ge-plugin-ls --json via cache ", cache_t))
+            print(warm_line("ge-plugin-ls --json via daemon", daemon_t))
+            print("  cold figures skipped (--warm-only)")
+        elif peer_missing:
             print(f"  GStreamer peer skipped: {peer_missing}")
             print(warm_line("ge-plugin-ls --json via cache ", cache_t))
             print(warm_line("ge-plugin-ls --json via daemon", daemon_t))
@@ -243,12 +312,14 @@ def main():
             print(f"  cold scan CPU per plugin (user+sys of all processes): {cold_cpu_ms:.2f} ms; "
                   f"GStreamer's per Python element: {gst_cold_cpu_ms:.2f} ms   "
                   f"{ratio(cold_cpu_ms, gst_cold_cpu_ms, COLD_GOAL)}")
-        print(f"  cold scan per plugin (daemon start-up, incl. process start): {daemon_cold_ms:.2f} ms")
+        if not a.warm_only:
+            print(f"  cold scan per plugin (daemon start-up, incl. process start): {daemon_cold_ms:.2f} ms")
     finally:
         if d is not None:
             d.kill()
             d.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -113,34 +113,111 @@ BOOST_AUTO_TEST_CASE(a_summary_of_another_shape_is_refused_with_the_reason) {
   BOOST_TEST(why.find("not valid JSON") == 0, why);
 }
 
-// The listing index's `plugins` array (index version 5): one pass over the
-// list, the k-th summary naming the k-th plugin discovered, as many as there are.
+// The listing index's `plugins` array (index version 6): one pass over the
+// list, the k-th summary naming the k-th plugin discovered (its path and its
+// name), as many as there are.
 BOOST_AUTO_TEST_CASE(a_listed_array_passes_for_its_plugins_in_their_order_only) {
-  const json two = {plugin::ToJson(Record("/opp/a.py"), false), plugin::ToJson(Record("/opp/b.py"), false)};
-  const std::vector<std::string> paths{"/opp/a.py", "/opp/b.py"};
+  plugin::PluginRecord a = Record("/opp/a.py"), b = Record("/opp/b.py");
+  a.name = "a";
+  b.name = "b";
+  const json two = {plugin::ToJson(a, false), plugin::ToJson(b, false)};
+  const std::vector<ListedPlugin> plugins{{"a", "/opp/a.py"}, {"b", "/opp/b.py"}};
   std::string why;
-  BOOST_TEST(IsListedArray(two.dump(), paths, &why), why);
+  BOOST_TEST(IsListedArray(two.dump(), plugins, &why), why);
   BOOST_TEST(IsListedArray("[]", {}, &why), why);
-  BOOST_TEST(!IsListedArray(two.dump(), {"/opp/b.py", "/opp/a.py"}, &why));  // reordered
+  BOOST_TEST(!IsListedArray(two.dump(), {{"b", "/opp/b.py"}, {"a", "/opp/a.py"}}, &why));  // reordered
+  BOOST_TEST(why == "summary 0 names another plugin", why);  // "name" comes before "path"
+  BOOST_TEST(!IsListedArray(two.dump(), {{"a", "/opp/b.py"}, {"b", "/opp/a.py"}}, &why));
   BOOST_TEST(why == "summary 0 names another path", why);
-  BOOST_TEST(!IsListedArray(two.dump(), {"/opp/a.py"}, &why));  // a plugin more than discovered
+  BOOST_TEST(!IsListedArray(two.dump(), {{"a", "/opp/a.py"}}, &why));  // a plugin more than discovered
   BOOST_TEST(why == "summary 1 names another path", why);
-  BOOST_TEST(!IsListedArray(two.dump(), {"/opp/a.py", "/opp/b.py", "/opp/c.py"}, &why));  // one missing
-  BOOST_TEST(why == "2 summaries for 3 plugins", why);
-  BOOST_TEST(!IsListedArray(two[0].dump(), {"/opp/a.py"}, &why));  // a summary, not a list
+  BOOST_TEST(!IsListedArray(two.dump(), {{"a", "/opp/a.py"}, {"b", "/opp/b.py"}, {"c", "/opp/c.py"}}, &why));
+  BOOST_TEST(why == "2 summaries for 3 plugins", why);  // one missing
+  BOOST_TEST(!IsListedArray(two[0].dump(), {{"a", "/opp/a.py"}}, &why));  // a summary, not a list
   BOOST_TEST(why == "an object where a list was expected", why);
-  BOOST_TEST(!IsListedArray(two.dump() + "[]", paths, &why));  // two values
+  BOOST_TEST(!IsListedArray(two.dump() + "[]", plugins, &why));  // two values
   BOOST_TEST(why.find("not valid JSON") == 0, why);
   json insecure = two;
   insecure[1]["status"] = "insecure";  // never passed through from an index
-  BOOST_TEST(!IsListedArray(insecure.dump(), paths, &why));
+  BOOST_TEST(!IsListedArray(insecure.dump(), plugins, &why));
   BOOST_TEST(why == "status insecure", why);
   json extra = two;
   extra[1]["injected"] = true;  // each summary has the summary's shape
-  BOOST_TEST(!IsListedArray(extra.dump(), paths, &why));
+  BOOST_TEST(!IsListedArray(extra.dump(), plugins, &why));
   BOOST_TEST(why == "unknown summary field 'injected'", why);
-  BOOST_TEST(!IsListedArray("[1]", {"/opp/a.py"}, &why));
+  BOOST_TEST(!IsListedArray("[1]", {{"a", "/opp/a.py"}}, &why));
   BOOST_TEST(why == "unexpected value (level 1)", why);
+}
+
+// The k-th summary must name the k-th plugin by its discovered name too: an
+// index whose summary names another plugin at that path is not believed.
+BOOST_AUTO_TEST_CASE(a_listed_array_whose_summary_names_another_plugin_is_refused) {
+  plugin::PluginRecord a = Record("/opp/a.py"), b = Record("/opp/b.py");
+  a.name = "a";
+  b.name = "evil";
+  const json two = {plugin::ToJson(a, false), plugin::ToJson(b, false)};
+  std::string why;
+  BOOST_TEST(!IsListedArray(two.dump(), {{"a", "/opp/a.py"}, {"b", "/opp/b.py"}}, &why));
+  BOOST_TEST(why == "summary 1 names another plugin", why);
+  BOOST_TEST(IsListedArray(two.dump(), {{"a", "/opp/a.py"}, {"evil", "/opp/b.py"}}, &why), why);
+}
+
+// Names and paths are compared in the listing's spelling (PathText,
+// Utf8Text), whichever JSON escapes the text uses; whitespace between tokens
+// is JSON's.
+BOOST_AUTO_TEST_CASE(a_listed_array_compares_names_and_paths_as_the_listing_spells_them) {
+  plugin::PluginRecord lib = Record("/opp/op_graph/lib/linux/x86_64/lib\xff\\.so");
+  lib.name = "lib\xff\\.so";
+  lib.op_library = true;
+  lib.isolation = "";
+  plugin::PluginRecord e = Record("/opp/\xc3\xa9t\xc3\xa9.py");
+  e.name = "\xc3\xa9t\xc3\xa9";
+  const json two = {plugin::ToJson(lib, false), plugin::ToJson(e, false)};
+  const std::vector<ListedPlugin> plugins{{lib.name, lib.path}, {e.name, e.path}};
+  std::string why;
+  BOOST_TEST(IsListedArray(two.dump(), plugins, &why), why);
+  BOOST_TEST(IsListedArray(two.dump(2), plugins, &why), why);  // pretty-printed
+  // the same text with every non-ASCII character as a \u escape
+  const std::string ascii = two.dump(-1, ' ', /*ensure_ascii=*/true);
+  BOOST_TEST(ascii.find("\\u00e9") != std::string::npos);
+  BOOST_TEST(IsListedArray(ascii, plugins, &why), why);
+  // the raw bytes instead of their spelling are another path
+  std::string raw = two.dump();
+  raw.replace(raw.find("x86_64/lib\\\\xff") + 7, 8, "lib\\u00ff");
+  BOOST_TEST(!IsListedArray(raw, plugins, &why));
+  BOOST_TEST(why == "summary 0 names another path", why);
+}
+
+// The scanner's JSON verdict is the JSON grammar's (RFC 8259, RFC 3629):
+// whatever a summary's free text holds, it accepts exactly what
+// nlohmann::json accepts.
+BOOST_AUTO_TEST_CASE(a_listed_array_takes_the_json_verdict_of_nlohmann_on_strings) {
+  const char* bodies[] = {
+      "plain", "", "\\u00e9", "\\uD83D\\uDE00", "\\ud83d", "\\ude00", "\\ud83dx", "\\ud83d\\u0041", "\\x", "\\u12",
+      "\\u12g4", "\\/\\\"\\\\\\b\\f\\n\\r\\t", "\x01", "\x1f", "\x7f", "a\tb", "\xc3\xa9", "\xc3", "\xc3(", "\xe0\x80\x80",
+      "\xe0\xa0\x80", "\xed\xa0\x80", "\xed\x9f\xbf", "\xef\xbf\xbf", "\xf0\x90\x80\x80", "\xf0\x8f\xbf\xbf",
+      "\xf4\x8f\xbf\xbf", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xc0\xaf", "\xc1\xbf", "\xc2\x80", "\xff", "\x80",
+      "\\", "\\u0000",
+  };
+  plugin::PluginRecord r = Record("/opp/a.py");
+  r.name = "a";
+  const std::string text = json::array({plugin::ToJson(r, false)}).dump();
+  const std::string marker = "\"version\":\"1.0\"";
+  BOOST_TEST_REQUIRE(text.find(marker) != std::string::npos);
+  for (const char* body : bodies) {
+    std::string t = text;
+    t.replace(t.find(marker), marker.size(), std::string("\"version\":\"") + body + "\"");
+    std::string why;
+    BOOST_TEST(IsListedArray(t, {{"a", "/opp/a.py"}}, &why) == json::accept(t), t << ": " << why);
+  }
+  // and on the text around them: cut, continued, or with whitespace
+  const std::string around[] = {text.substr(0, text.size() - 1), text + ",", text + " x", text + "[]",
+                                "[" + text.substr(1, text.size() - 2) + ",]", " \t" + text + "\r\n"};
+  for (const auto& t : around) {
+    std::string why;
+    BOOST_TEST(IsListedArray(t, {{"a", "/opp/a.py"}}, &why) == json::accept(t), t << ": " << why);
+    if (!json::accept(t)) BOOST_TEST(why.find("not valid JSON") == 0, t << ": " << why);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_daemon_reply_yields_its_plugins_text_as_sent) {

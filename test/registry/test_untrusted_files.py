@@ -124,23 +124,30 @@ def test_a_cache_over_the_size_cap_is_refused_without_reading_it(opp, tmp_path):
     assert "more than the 67108864 a registry file may be" in p.stderr, p.stderr
 
 
-def fnv1a64(lines):
-    """The listing index's checksum (registry/cache_write.cc, Fnv1a64 of ge/hash.h): FNV-1a 64 over lines,
-    each with its newline, from the standard offset basis."""
+def index_checksum(lines):
+    """The listing index's checksum (registry/cache_write.cc, IndexChecksum): over the lines, each with its
+    newline, as 8-byte little-endian words (the last padded with zero bytes), h = (h ^ w) * FNV prime,
+    h ^= h >> 29, from FNV-1a 64's offset basis; then the same step over the byte count."""
+    data = b"".join((line + "\n").encode("utf-8", "surrogateescape") for line in lines)
+    mask = 0xFFFFFFFFFFFFFFFF
     h = 14695981039346656037  # FNV-1a 64 offset basis
-    for line in lines:
-        for b in (line + "\n").encode("utf-8", "surrogateescape"):
-            h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
+
+    def step(h, w):
+        h = ((h ^ w) * 0x100000001b3) & mask
+        return h ^ (h >> 29)
+    for k in range(0, len(data), 8):
+        h = step(h, int.from_bytes(data[k:k + 8].ljust(8, b"\0"), "little"))
+    return f"{step(h, len(data)):016x}"
 
 
 # (edit, whether the checksum is made to match again): with a matching
 # checksum each edit must be caught by its own rule (the J line's shape check,
 # the P lines' stamps and count, the header's version); without, by the checksum.
 @pytest.mark.parametrize("edit,resum", [
-    ("summary not json", True), ("status wrong type", True), ("path of another", True), ("extra field", True),
+    ("summary not json", True), ("status wrong type", True), ("path of another", True), ("name of another", True),
+    ("extra field", True),
     ("summaries reordered", True), ("summary dropped", True), ("stamp not a number", True), ("P line dropped", True),
-    ("J line dropped", True), ("version 4 header", True), ("status edited", False), ("op renamed", False)])
+    ("J line dropped", True), ("version 5 header", True), ("status edited", False), ("op renamed", False)])
 def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit, resum):
     make_plugin(opp, "p1", "UtP1")
     make_plugin(opp, "p2", "UtP2")
@@ -148,8 +155,8 @@ def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit, resu
     index = cache + ".list"
     assert json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)["source"] == "cache"
     lines = open(index).read().splitlines()
-    # index version 5: header, C, O, P (path, mtime_ns, ctime_ns, size, files, inodes) per plugin, J, S
-    assert lines[0] == "ge-plugin-list 5" and lines[-1].startswith("S\t") and lines[-2].startswith("J\t")
+    # index version 6: header, C, O, P (path, mtime_ns, ctime_ns, size, files, inodes) per plugin, J, S
+    assert lines[0] == "ge-plugin-list 6" and lines[-1].startswith("S\t") and lines[-2].startswith("J\t")
     i = next(k for k, line in enumerate(lines) if line.startswith("P\t"))
     summaries = json.loads(lines[-2][2:])
     if edit == "summary not json":
@@ -158,6 +165,8 @@ def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit, resu
         summaries[0]["status"] = 1
     elif edit == "path of another":
         summaries[0]["path"] = summaries[0]["path"].replace("p1", "p2")
+    elif edit == "name of another":
+        summaries[0]["name"] = "p2"
     elif edit == "extra field":
         summaries[0]["injected"] = True
     elif edit == "summaries reordered":
@@ -176,13 +185,13 @@ def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit, resu
         del lines[i]
     elif edit == "J line dropped":
         del lines[-2]
-    elif edit == "version 4 header":  # a foreign version, however well-formed the rest: not read
-        lines[0] = "ge-plugin-list 4"
+    elif edit == "version 5 header":  # a foreign version, however well-formed the rest: not read
+        lines[0] = "ge-plugin-list 5"
         summaries[0]["status"] = "crashed"
     if edit not in ("summary not json", "J line dropped") and lines[-2].startswith("J\t"):
         lines[-2] = "J\t" + json.dumps(summaries, separators=(",", ":"))
     if resum:
-        lines[-1] = "S\t" + fnv1a64([line for line in lines if line[:2] in ("P\t", "J\t")])
+        lines[-1] = "S\t" + index_checksum([line for line in lines if line[:2] in ("P\t", "J\t")])
     open(index, "w").write("\n".join(lines) + "\n")
     edited = os.stat(index).st_ino
     p = run_ls("--opp-path", str(opp), "--json", env=env)
@@ -197,6 +206,29 @@ def test_an_edited_listing_index_is_not_passed_through(opp, tmp_path, edit, resu
                for pl in out["plugins"])
 
 
+def test_an_index_whose_summary_names_another_plugin_is_not_believed(opp, tmp_path):
+    """The J line's summaries are matched to discovery by name as well as by
+    path: a summary at p1's path calling itself "evil" (checksum made to match)
+    is not passed through; the listing names each plugin as discovered."""
+    make_plugin(opp, "p1", "UtP1")
+    env, cache, _ = first_cache(opp, tmp_path)
+    index = cache + ".list"
+    lines = open(index).read().splitlines()
+    summaries = json.loads(lines[-2][2:])
+    assert summaries[0]["name"] == "p1"
+    summaries[0]["name"] = "evil"
+    lines[-2] = "J\t" + json.dumps(summaries, separators=(",", ":"))
+    lines[-1] = "S\t" + index_checksum([line for line in lines if line[:2] in ("P\t", "J\t")])
+    open(index, "w").write("\n".join(lines) + "\n")
+    edited = os.stat(index).st_ino
+    p = run_ls("--opp-path", str(opp), "--json", env=env)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["source"] == "cache" and [pl["name"] for pl in out["plugins"]] == ["p1"]
+    assert os.stat(index).st_ino != edited  # rebuilt from the cache, not passed through
+    assert "evil" not in open(index).read()
+
+
 def test_an_index_whose_checksum_is_made_to_match_is_passed_through(opp, tmp_path):
     """The counterpart of the edits above: the same rewrite, with nothing
     edited, keeps the index in use (so each edit above is caught by its rule,
@@ -207,7 +239,7 @@ def test_an_index_whose_checksum_is_made_to_match_is_passed_through(opp, tmp_pat
     lines = open(index).read().splitlines()
     cache_stat = os.stat(cache)
     lines[-2] = "J\t" + json.dumps(json.loads(lines[-2][2:]), separators=(",", ":"))
-    lines[-1] = "S\t" + fnv1a64([line for line in lines if line[:2] in ("P\t", "J\t")])
+    lines[-1] = "S\t" + index_checksum([line for line in lines if line[:2] in ("P\t", "J\t")])
     open(index, "w").write("\n".join(lines) + "\n")
     rewritten = os.stat(index).st_ino
     out = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)

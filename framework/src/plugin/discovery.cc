@@ -132,7 +132,12 @@ std::vector<std::string> ListNamesSorted(const std::string& dir, boost::system::
 
 // `folder`/`name` as Boost.Filesystem spells it (no doubled slash under "/").
 std::string JoinPath(const std::string& folder, const std::string& name) {
-  return folder.size() == 1 && folder[0] == '/' ? folder + name : folder + "/" + name;
+  std::string p;  // one allocation (folder + "/" + name makes a temporary first)
+  p.reserve(folder.size() + 1 + name.size());
+  p += folder;
+  if (!(folder.size() == 1 && folder[0] == '/')) p += '/';
+  p += name;
+  return p;
 }
 
 // A file name's extension as fs::path::extension gives it for the names a
@@ -331,25 +336,28 @@ class Builder {
     // sibling) names it.
     // A link leaving its opp folder is refused, and must not hide the plugin
     // it points at: it is keyed by its own path.
-    auto [first, fresh_file] = seen_.emplace(c.escapes ? c.path : c.real_path, c.path);
-    std::string first_entry = first->second;
+    // The entry is kept only when it is not the key itself (a link): most
+    // plugins are no link, and their path is not copied twice.
+    const std::string& key = c.escapes ? c.path : c.real_path;
+    auto [first, fresh_file] = seen_.emplace(key, key == c.path ? std::string() : c.path);
+    std::string_view first_entry = first->second.empty() ? first->first : first->second;
     // An op library hard-linked under another name is the same file too
     // (dlopen would return the first one's handle): keyed by (device, inode).
     struct stat id_st {};
     if (fresh_file && c.is_op_library && !c.escapes && ::stat(c.real_path.c_str(), &id_st) == 0) {
       auto [same, fresh_id] = seen_ids_.emplace(std::make_pair(id_st.st_dev, id_st.st_ino), c.path);
       if (!fresh_id) {
-        seen_.erase(first);
         first_entry = same->second;
+        seen_.erase(first);
         fresh_file = false;
       }
     }
     if (!fresh_file) {
       if (first_entry != c.path) {
         PluginRecord r = ProblemRecord(c.name, c.path, PluginStatus::kConflict, "conflict",
-                                       c.path + " is the same file as " + first_entry +
+                                       c.path + " is the same file as " + std::string(first_entry) +
                                            ", already a plugin (a file is loaded once; first in path order wins)");
-        r.conflicts_with = first_entry;
+        r.conflicts_with = std::string(first_entry);
         out_.problems.push_back(std::move(r));
       }
       return;
@@ -360,12 +368,14 @@ class Builder {
                   ") is not a valid Python module name (letters, digits and '_', not starting with a digit)");
       return;
     }
-    auto [it, fresh] = c.is_op_library ? std::make_pair(owners_.end(), true) : owners_.emplace(c.name, c.path);
+    // The owner is the candidate pushed below (its index in out_.plugins).
+    auto [it, fresh] = c.is_op_library ? std::make_pair(owners_.end(), true) : owners_.emplace(c.name, out_.plugins.size());
     if (!fresh) {
+      const std::string& owner = out_.plugins[it->second].path;
       PluginRecord r = ProblemRecord(c.name, c.path, PluginStatus::kConflict, "conflict",
-                                     "plugin name '" + c.name + "' of " + c.path + " is already used by " + it->second +
+                                     "plugin name '" + c.name + "' of " + c.path + " is already used by " + owner +
                                          " (plugin names are unique over the opp path; first in path order wins)");
-      r.conflicts_with = it->second;
+      r.conflicts_with = owner;
       out_.problems.push_back(std::move(r));
       return;
     }
@@ -546,6 +556,8 @@ class Builder {
     // cannot be opened they are stat'ed by path, with the same verdicts.
     const int dir_fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     out_.plugins.reserve(out_.plugins.size() + names.size());
+    seen_.reserve(seen_.size() + names.size());
+    owners_.reserve(owners_.size() + names.size());
     for (const auto& name : names) Child(name, root, helpers, dir_fd);
     if (dir_fd >= 0) ::close(dir_fd);
   }
@@ -594,9 +606,10 @@ class Builder {
   Discovery out_;
   // Looked up, never iterated: hashed (1000 plugins of one folder share a long
   // prefix that an ordered map compares again at every level).
-  std::unordered_map<std::string, std::string> seen_;  // real path -> the entry that named it first
+  // real path -> the entry that named it first ("" when that is the real path itself)
+  std::unordered_map<std::string, std::string> seen_;
   std::map<std::pair<dev_t, ino_t>, std::string> seen_ids_;  // op libraries: (device, inode) -> that entry
-  std::unordered_map<std::string, std::string> owners_;  // plugin name -> path of its first plugin
+  std::unordered_map<std::string, std::size_t> owners_;  // plugin name -> its first plugin (index in out_.plugins)
   std::set<std::pair<std::string, std::string>> problems_seen_;  // (path, message)
   std::map<std::string, std::string> root_reasons_;             // opp folder -> its verdict
 };
