@@ -152,3 +152,28 @@ def test_failed_run_keeps_an_existing_output_dir_untouched(ge_run, write_graph, 
     res = ge_run(g, output_dir=out)
     assert_failed_cleanly(res, "'n0'")
     assert list(out.iterdir()) == []
+
+
+NO_OUTPUT_PLUGIN = '''from ge.custom_op import register_op, register_op_impl
+from ge.runtime import Tensor, TensorDesc
+
+
+@register_op(op_type="E2eForgetsOutput")
+def proto(x: TensorDesc) -> TensorDesc:
+    return x
+
+
+@register_op_impl(op_type="E2eForgetsOutput")
+class Impl:
+    def execute(self, x: Tensor) -> None:
+        pass  # never allocates its output
+'''
+
+
+def test_execute_that_allocates_no_output_names_the_node_op_and_plugin(ge_run, write_graph, tmp_path):
+    (tmp_path / "opp").mkdir()
+    plugin = tmp_path / "opp" / "forgets_output.py"
+    plugin.write_text(NO_OUTPUT_PLUGIN)
+    g = write_graph([node("n0", "E2eForgetsOutput", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=(str(tmp_path / "opp"),))
+    assert_failed_cleanly(res, "'n0'", "E2eForgetsOutput", "execute did not allocate output 0", str(plugin))

@@ -792,7 +792,8 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
       std::vector<DataType> out_dts;
       for (std::size_t i = 0; i < outs.size(); ++i) {
         if (!outs[i]) {
-          throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": execute did not allocate output " + std::to_string(i));
+          throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": execute did not allocate output " + std::to_string(i) +
+                                                   (c.stats.source.empty() ? std::string() : " (" + c.stats.source + ")"));
         }
         out_dts.push_back(outs[i]->GetDataType());
       }
