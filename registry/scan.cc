@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <optional>
 
 #include <boost/filesystem.hpp>
@@ -62,6 +63,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long a scanner child that sent its record may take to exit before it is
+// killed. Nothing runs after the record but _exit, so this only has to cover
+// a loaded machine's scheduling delay; 2 s does, and is far shorter than any
+// refresh interval, so a child never lingers in the daemon.
+constexpr int kAnsweredGraceMs = 2000;
+
 // The scanner's arguments shared by both ways of starting it.
 std::vector<std::string> ScannerArgs(const ScanOptions& opts) {
   std::vector<std::string> args;
@@ -74,17 +81,30 @@ std::vector<std::string> ScannerArgs(const ScanOptions& opts) {
   return args;
 }
 
+// While a zygote's child waits for its exit report, the loop looks at the
+// zygote this often (a stopped zygote sends nothing to wake it).
+constexpr int kExitCheckMs = 20;
+
 // One scanner child: one plugin.
 struct Child {
   std::size_t index = 0;
   pid_t pid = -1;
   bool zygote = false;  // forked by the zygote (it reaps it and reports the exit), else our posix_spawn child
+  int generation = 0;   // the zygote that forked it (ScanZygote::State::starts then)
+  bool alone = false;   // the only child in flight (a suspect rescanned by itself)
   int out = -1;
   std::string buf;
   Clock::time_point deadline;
   bool started = false;                // "begin" seen
-  bool answered = false;               // its record came
+  bool answered = false;               // its record came (held in `record` until its exit is reported)
+  std::optional<PluginRecord> record;  // the record it sent, if well-formed
+  std::string record_problem;          // else why not
   bool eof = false;                    // its channel closed
+  bool waiting = false;                // answered or closed: waiting for the zygote's exit report
+  bool kill_sent = false;              // asked the zygote to kill it (it did not exit after its record)
+  bool orphaned = false;               // its zygote was lost before reporting its exit
+  std::string lost;                    // how (ZygoteClient::gone_reason)
+  int lost_status = -1;                // the zygote's waitpid status (ZygoteClient::end_status)
   std::optional<int> status;           // its waitpid status, once known
 };
 
@@ -112,7 +132,10 @@ bool Spawn(const std::string& path, const ScanOptions& opts, Child& c, std::stri
   sigfillset(&all);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  // A process group of its own, as a zygote's scan child: a plugin signalling
+  // its group hits only its scanner (share/docs/registry.md, "Processes").
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   const std::string scanner = opts.scanner.empty() ? DefaultScanner() : opts.scanner;
   std::vector<std::string> args{scanner};
   for (auto& a : ScannerArgs(opts)) args.push_back(std::move(a));
@@ -150,9 +173,13 @@ bool Spawn(const std::string& path, const ScanOptions& opts, Child& c, std::stri
 
 struct ScanZygote::State {
   std::unique_ptr<host::ZygoteClient> client;
-  int starts = 0;         // zygotes started (the first, and one restart)
-  bool spawn = false;     // no zygote any more: posix_spawn each child
+  int starts = 0;         // zygotes started so far (over every scan it served)
+  bool spawn = false;     // no zygote could start: posix_spawn each child
   std::string scanner;    // the scanner it runs
+  // How the zygote of each generation (`starts` when it was started) was
+  // lost: ZygoteClient::gone_reason and end_status, kept for the children
+  // it had when it was replaced.
+  std::map<int, std::pair<std::string, int>> lost;
 };
 
 ScanZygote::ScanZygote() = default;
@@ -165,20 +192,24 @@ int ScanZygote::pid() const {
 
 namespace {
 
-constexpr int kZygoteStarts = 2;  // the first and one restart
-
-// The zygote client of `z`, started or restarted when needed; null when the
-// scan is to spawn its children (said once in the log).
-host::ZygoteClient* UsableZygote(ScanZygote::State& z, const ScanOptions& opts) {
+// The zygote client of `z`, started or restarted when needed (while
+// `z.starts` < `max_starts`); null when the scan is to spawn its children
+// (the zygote cannot start: said once in the log) or, with `*exhausted` set,
+// when the scan has used up its zygote starts. A zygote dying is never a
+// reason to spawn: a plugin that kills its parent would then kill the tool.
+host::ZygoteClient* UsableZygote(ScanZygote::State& z, const ScanOptions& opts, int max_starts, bool* exhausted) {
+  *exhausted = false;
   if (z.spawn) return nullptr;
   if (z.client && z.client->alive()) return z.client.get();
   std::string gone;
-  if (z.client) gone = z.client->gone_reason();
+  if (z.client) {
+    gone = z.client->gone_reason();
+    z.client->TakeExits();  // reaps it when it ended (its status tells how)
+    z.lost[z.starts] = {z.client->gone_reason(), z.client->end_status()};
+  }
   z.client.reset();  // reaps the one that died
-  if (z.starts >= kZygoteStarts) {
-    Logger("registry")->warn("the scanner's zygote is gone again ({}); spawning one ge-plugin-scan per plugin from now on",
-                             gone);
-    z.spawn = true;
+  if (z.starts >= max_starts) {
+    *exhausted = true;
     return nullptr;
   }
   const std::string scanner = opts.scanner.empty() ? DefaultScanner() : opts.scanner;
@@ -242,15 +273,31 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
 
   std::deque<std::size_t> todo;
   for (std::size_t i = 0; i < paths.size(); ++i) todo.push_back(i);
+  // Plugins that ran in a child of a zygote that was lost (died, stopped,
+  // stopped answering) before their verdict was confirmed: each is scanned
+  // again alone, so that the one during whose scan it is lost is the culprit.
+  std::deque<std::size_t> suspects;
   std::vector<Child> children;
+  // Zygote starts this scan may use: the first, a few restarts for losses not
+  // pinned on a plugin (OOM, a plugin that kills only sometimes), and two more
+  // per plugin marked for it, so a pathological case cannot loop.
+  const int starts0 = zs.starts;
+  int killers = 0;
+  auto max_starts = [&]() { return starts0 + 3 + 2 * killers; };
+  auto not_scanned_why = [&]() {
+    return "not scanned: the scanner's zygote was lost " + std::to_string(zs.starts - starts0) +
+           " times during this scan (share/docs/registry.md, \"Processes: the zygote\")";
+  };
   const std::size_t jobs = static_cast<std::size_t>(std::max(1, opts.jobs));
 
   // Forks (or spawns) the scanner child of plugin i.
-  auto launch = [&](std::size_t i) {
+  auto launch = [&](std::size_t i, bool alone) {
     Child c;
     c.index = i;
+    c.alone = alone;
     std::string why;
-    for (host::ZygoteClient* z; (z = UsableZygote(zs, opts)) != nullptr;) {
+    bool exhausted = false;
+    for (host::ZygoteClient* z; (z = UsableZygote(zs, opts, max_starts(), &exhausted)) != nullptr;) {
       int out[2];
       if (::pipe2(out, O_CLOEXEC) != 0) {
         fail(i, PluginStatus::kError, std::string("cannot make a pipe for the scanner: ") + std::strerror(errno));
@@ -268,6 +315,7 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
         c.pid = pid;
         c.out = out[0];
         c.zygote = true;
+        c.generation = zs.starts;
         c.deadline = Clock::now() + start_limit;
         children.push_back(std::move(c));
         return;
@@ -279,7 +327,15 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
         zs.spawn = true;
         break;
       }
-      // Gone: restarted (once) by the next UsableZygote.
+      // Lost while forking this plugin's child (which may have started
+      // before the answer): a suspect. The next UsableZygote restarts the
+      // zygote; the children it had are judged in the loop below.
+      suspects.push_back(i);
+      return;
+    }
+    if (exhausted) {
+      fail(i, PluginStatus::kError, not_scanned_why());
+      return;
     }
     if (!Spawn(paths[i], opts, c, &why)) {
       fail(i, PluginStatus::kError, why);
@@ -290,10 +346,15 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
     children.push_back(std::move(c));
   };
   auto start_next = [&]() {
-    while (!todo.empty() && children.size() < jobs) {
-      const std::size_t i = todo.front();
-      todo.pop_front();
-      if (!done[i]) launch(i);
+    // Suspects are scanned one at a time, before anything else, each the
+    // only child in flight.
+    for (;;) {
+      std::deque<std::size_t>& from = suspects.empty() ? todo : suspects;
+      const bool alone = !suspects.empty();
+      if (from.empty() || children.size() >= (alone ? 1 : jobs)) return;
+      const std::size_t i = from.front();
+      from.pop_front();
+      if (!done[i]) launch(i, alone);
     }
   };
   // The verdict of a child that ended (or was killed) without a record.
@@ -312,6 +373,12 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
       const std::string why = WIFSIGNALED(status) ? "killed by " + plugin::SignalName(WTERMSIG(status))
                                                   : "exit code " + std::to_string(WEXITSTATUS(status));
       fail(i, PluginStatus::kError, "the scanner failed to start (" + why + ")");
+    } else if (WIFSTOPPED(status)) {
+      // Our spawned scanner's guard found stopped (then killed).
+      const int sig = WSTOPSIG(status);
+      fail(i, PluginStatus::kCrashed,
+           "stopped its scanner's parent process (" + plugin::SignalName(sig) + ") while being scanned: " + paths[i],
+           [&](PluginRecord& r) { r.signal = sig; });
     } else if (WIFSIGNALED(status)) {
       const int sig = WTERMSIG(status);
       fail(i, PluginStatus::kCrashed, "the scanner crashed with " + plugin::SignalName(sig) + " while loading " + paths[i],
@@ -323,11 +390,42 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
            [&](PluginRecord& r) { r.exit_code = code; });
     }
   };
-  // Reaps our own (spawned) child, bounded: it is exiting or was killed.
+  // The verdict of the record a child sent.
+  auto answer = [&](Child& c) {
+    if (c.record) {
+      finish(c.index, std::move(*c.record));
+    } else {
+      fail(c.index, PluginStatus::kError, "the scanner sent a malformed record for " + paths[c.index] + ": " +
+                                              c.record_problem);
+    }
+  };
+  // Plugin i's scan was the only one in flight when the zygote was lost
+  // (`end`: its waitpid status, -1 unknown; `why`: how it was lost).
+  auto blame_zygote_loss = [&](std::size_t i, int end, const std::string& why) {
+    ++killers;
+    std::string what;
+    if (end != -1 && WIFSTOPPED(end)) {
+      what = "stopped its parent process, the scanner's zygote (" + plugin::SignalName(WSTOPSIG(end)) + ")";
+    } else if (end != -1 && WIFSIGNALED(end)) {
+      what = "killed its parent process, the scanner's zygote (" + plugin::SignalName(WTERMSIG(end)) + ")";
+    } else {
+      what = "made its parent process, the scanner's zygote, fail (" + why + ")";
+    }
+    fail(i, PluginStatus::kCrashed, what + ", while being scanned: " + paths[i]);
+  };
+  // Reaps our own (spawned) child, bounded: it is exiting or was killed. One
+  // found stopped is killed, and its stop status returned (WIFSTOPPED).
   auto reap_spawned = [](pid_t pid) {
     int status = 0;
     for (int tries = 0;; ++tries) {
-      const pid_t w = ::waitpid(pid, &status, tries < 200 ? WNOHANG : 0);
+      const pid_t w = ::waitpid(pid, &status, (tries < 200 ? WNOHANG : 0) | WUNTRACED);
+      if (w == pid && WIFSTOPPED(status)) {
+        ::kill(pid, SIGKILL);
+        int ignored;
+        while (::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
+        }
+        break;
+      }
       if (w == pid || (w < 0 && errno != EINTR)) break;
       if (tries == 200) ::kill(pid, SIGKILL);
       if (tries < 200) ::usleep(5000);
@@ -352,6 +450,9 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
     for (auto& c : children) {
       fds.push_back({c.eof ? -1 : c.out, POLLIN, 0});
       next = std::min(next, c.deadline);
+      // Waiting for the zygote's exit report: it is looked at often (a
+      // stopped zygote sends nothing).
+      if (c.zygote && c.waiting) next = std::min(next, now + std::chrono::milliseconds(kExitCheckMs));
     }
     const bool watch_zygote = zs.client && zs.client->alive();
     if (watch_zygote) fds.push_back({zs.client->fd(), POLLIN, 0});
@@ -360,15 +461,29 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
     const int n = ::poll(fds.data(), fds.size(), wait_ms);
     if (n < 0 && errno != EINTR) break;
     now = Clock::now();
-    // Exit reports of the zygote's children.
-    bool zygote_gone = false;
+    // Exit reports of the zygote's children; also whether the zygote is lost.
     if (zs.client) {
       for (const auto& e : zs.client->TakeExits()) {
         for (auto& c : children) {
-          if (c.zygote && c.pid == e.pid) c.status = e.status;
+          if (c.zygote && c.pid == e.pid && c.generation == zs.starts) c.status = e.status;
         }
       }
-      zygote_gone = !zs.client->alive();
+    }
+    for (auto& c : children) {
+      if (!c.zygote || c.status || c.orphaned) continue;
+      std::pair<std::string, int> how;
+      if (c.generation == zs.starts && zs.client && zs.client->alive()) continue;
+      if (c.generation == zs.starts && zs.client) {
+        how = {zs.client->gone_reason(), zs.client->end_status()};
+      } else if (auto it = zs.lost.find(c.generation); it != zs.lost.end()) {
+        how = it->second;
+      }
+      // Its zygote is lost (PR_SET_PDEATHSIG ends it, if that did not): what
+      // it wrote is read to its end, for a little while, then it is judged.
+      c.orphaned = true;
+      c.lost = how.first;
+      c.lost_status = how.second;
+      c.deadline = now + std::chrono::milliseconds(kAnsweredGraceMs);
     }
     std::vector<std::size_t> ended;
     for (std::size_t k = 0; k < children.size(); ++k) {
@@ -398,22 +513,91 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
             // Only the plugin being scanned can be answered for; a record
             // naming another path, or none, is malformed.
             c.answered = true;
-            std::string problem;
-            std::optional<PluginRecord> r = plugin::FromJson(j, &problem);
-            if (r && r->path != paths[i]) problem = "it names another path", r.reset();
-            if (r) {
-              finish(i, std::move(*r));
-            } else {
-              fail(i, PluginStatus::kError, "the scanner sent a malformed record for " + paths[i] + ": " + problem);
-            }
+            c.record = plugin::FromJson(j, &c.record_problem);
+            if (c.record && c.record->path != paths[i]) c.record_problem = "it names another path", c.record.reset();
           }
         }
       }
-      if (c.answered) {
-        // Its plugin has its record: the child is ending (it _exits); the
-        // zygote reaps its own, ours is reaped here.
-        if (!c.zygote) reap_spawned(c.pid);
+      if (!c.zygote) {
+        // Our own child: its record is its verdict; we reap it.
+        if (c.answered) {
+          // Its guard (ge-plugin-scan's first process, the plugin's parent)
+          // ends as the scanner did: a signal or a stop after the record is
+          // the plugin's doing (it killed or stopped its scanner or that parent).
+          const int st = reap_spawned(c.pid);
+          if (WIFSTOPPED(st) || WIFSIGNALED(st)) {
+            const int sig = WIFSTOPPED(st) ? WSTOPSIG(st) : WTERMSIG(st);
+            fail(c.index, PluginStatus::kCrashed,
+                 std::string(WIFSTOPPED(st) ? "stopped" : "killed") + " its scanner's parent process or the scanner (" +
+                     plugin::SignalName(sig) + ") while being scanned: " + paths[c.index],
+                 [&](PluginRecord& r) { r.signal = sig; });
+          } else {
+            answer(c);
+          }
+          ended.push_back(k);
+        } else if (now >= c.deadline) {
+          kill_child(c);
+          if (c.started) {
+            verdict(c, /*hung=*/true, 0);
+          } else {
+            fail(c.index, PluginStatus::kError, "the scanner failed to start (no answer)");
+          }
+          ended.push_back(k);
+        } else if (c.eof) {
+          verdict(c, /*hung=*/false, reap_spawned(c.pid));
+          ended.push_back(k);
+        }
+        continue;
+      }
+      // A zygote's child. Its record (or end) is final once the zygote
+      // reports its exit: a plugin that killed or stopped the zygote may
+      // still have sent a record, and is blamed only by the loss below.
+      if (c.status) {
+        if (c.answered) {
+          answer(c);
+          ended.push_back(k);
+        } else if (c.eof) {
+          verdict(c, /*hung=*/false, *c.status);
+          ended.push_back(k);
+        } else if (now >= c.deadline) {
+          // Exited, but something it started still holds its channel open.
+          verdict(c, /*hung=*/false, *c.status);
+          ended.push_back(k);
+        }
+        continue;
+      }
+      if (c.orphaned) {
+        // Its zygote was lost before its verdict was confirmed.
+        if (!c.eof && now < c.deadline) continue;
+        if (!c.started) {
+          todo.push_front(c.index);  // none of its plugin's code ran: scanned again as if new
+        } else if (c.alone) {
+          blame_zygote_loss(c.index, c.lost_status, c.lost);
+        } else {
+          suspects.push_back(c.index);
+        }
         ended.push_back(k);
+        continue;
+      }
+      if (c.answered || c.eof) {
+        // Ending (it _exits after the record): the zygote reports it soon.
+        // One still there after kAnsweredGraceMs (plugin code that wrote a
+        // record early, then slept) is killed; a zygote that reports nothing
+        // kAnsweredGraceMs after that is lost (stopped answering).
+        if (!c.waiting) {
+          c.waiting = true;
+          c.deadline = now + std::chrono::milliseconds(kAnsweredGraceMs);
+        } else if (now >= c.deadline && !c.kill_sent) {
+          Logger("registry")->warn("a scanner child (pid {}) sent its record but did not exit within {} ms; killed",
+                                   c.pid, kAnsweredGraceMs);
+          kill_child(c);
+          c.kill_sent = true;
+          c.deadline = now + std::chrono::milliseconds(kAnsweredGraceMs);
+        } else if (now >= c.deadline && zs.client && zs.client->alive()) {
+          zs.client->Abandon("the zygote (pid " + std::to_string(zs.client->pid()) +
+                             ") did not report the end of a child it was asked to kill; killed");
+          // Judged (orphaned) by the next round.
+        }
         continue;
       }
       if (now >= c.deadline) {
@@ -424,21 +608,7 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
           fail(c.index, PluginStatus::kError, "the scanner failed to start (no answer)");
         }
         ended.push_back(k);
-        continue;
       }
-      if (!c.eof) continue;
-      // Its channel closed without a record: the exit status decides.
-      if (!c.zygote) {
-        c.status = reap_spawned(c.pid);
-      } else if (!c.status) {
-        if (!zygote_gone) continue;  // the zygote reports it soon
-        // The zygote died (its children with it): scanned again by the next one.
-        todo.push_front(c.index);
-        ended.push_back(k);
-        continue;
-      }
-      verdict(c, /*hung=*/false, *c.status);
-      ended.push_back(k);
     }
     for (auto it = ended.rbegin(); it != ended.rend(); ++it) {
       ::close(children[*it].out);

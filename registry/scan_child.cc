@@ -24,6 +24,10 @@
 // share/docs/registry.md, "Statuses").
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -317,6 +321,10 @@ int RunScan(int channel_fd, const std::vector<std::string>& args) {
     return 3;
   }
   ::dup2(STDERR_FILENO, STDOUT_FILENO);  // plugin prints cannot reach the results (nor the client's stdout)
+  // A process group of its own: a plugin signalling its group (os.killpg(0,
+  // SIGKILL)) hits only its own scanner child, never the zygote nor the tool
+  // that lists (share/docs/registry.md, "Processes: the zygote").
+  ::setpgid(0, 0);
   FILE* res = ::fdopen(channel_fd, "w");
   if (res == nullptr) return 3;
   const ScanConfig cfg = ParseArgs(args);
@@ -360,9 +368,37 @@ int Zygote(const std::string& python_dir) {
 
 }  // namespace
 
+// Run plainly (posix_spawn'ed by the tools, one plugin each), the scanner
+// puts a process of its own between its caller and the plugins: it forks, the
+// parent waits and ends as the child ended (its exit code, or the same
+// signal), and the child, which loads the plugins, dies with it
+// (PR_SET_PDEATHSIG). A plugin that kills or stops its parent process
+// (os.kill(os.getppid(), ...)) so hits that guard, never the tool that lists.
+void GuardTheCaller() {
+  const pid_t child = ::fork();
+  if (child < 0) return;  // no guard: scanned unguarded, as before
+  if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() == 1) ::_exit(125);  // the guard is already gone
+    return;
+  }
+  for (int fd = 0; fd < 3; ++fd) ::close(fd);  // the results pipe closes with the child alone
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    const struct rlimit none{0, 0};
+    ::setrlimit(RLIMIT_CORE, &none);  // the child dumped its core already, if any
+    ::signal(WTERMSIG(status), SIG_DFL);
+    ::kill(::getpid(), WTERMSIG(status));
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 125);
+}
+
 int main(int argc, char** argv) {
   const ScanConfig cfg = ParseArgs(std::vector<std::string>(argv + 1, argv + argc));
   if (cfg.zygote) return Zygote(cfg.python_dir);
+  GuardTheCaller();
   // Results on a private, high-numbered duplicate of stdout; fd 1 -> stderr.
   int res_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 200);
   if (res_fd < 0) res_fd = ::dup(STDOUT_FILENO);

@@ -191,3 +191,84 @@ def test_the_zygote_refuses_a_bad_role_and_bad_requests_with_clear_errors(tmp_pa
         assert ex == {"exit": reply["pid"], "status": 0}
     finally:
         assert z.close() == 0
+
+
+# Plugins that attack the processes around their scan. Each is marked, its
+# neighbours are ok, and the listing ends normally with its cache written.
+KILLER = "import os\nos.kill(os.getppid(), 9)\n"
+ATTACKERS = {
+    # name: (code run at import, the reason's words under the zygote)
+    "kill_parent": (KILLER, "killed its parent process, the scanner's zygote (SIGKILL), while being scanned"),
+    "term_parent": ("import os, signal\nos.kill(os.getppid(), signal.SIGTERM)\n",
+                    "killed its parent process, the scanner's zygote (SIGTERM), while being scanned"),
+    "stop_parent": ("import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n",
+                    "stopped its parent process, the scanner's zygote (SIGSTOP), while being scanned"),
+    # Its scanner child has a process group of its own: only it is killed.
+    "kill_group": ("import os\nos.killpg(0, 9)\n", "the scanner crashed with SIGKILL while loading"),
+}
+
+
+def scan_in_own_session(opp, tmp_path, env=None):
+    """ge-plugin-ls in a session (and process group) of its own: a plugin
+    signalling its group can never reach this test's process."""
+    cache = tmp_path / "cache.json"
+    e = dict(os.environ)
+    e.update(env_for(tmp_path))
+    e.update(env or {})
+    p = subprocess.run([os.path.join(BIN, "ge-plugin-ls"), "--no-daemon", "--json", "--opp-path", str(opp), "--cache",
+                        str(cache)], capture_output=True, text=True, env=e, timeout=120, start_new_session=True)
+    assert p.returncode in (0, 1), (p.returncode, p.stderr)
+    records = {r["name"]: r for r in json.loads(cache.read_text())["plugins"]}
+    return statuses(json.loads(p.stdout)["plugins"]), records, cache
+
+
+@pytest.mark.parametrize("kind", sorted(ATTACKERS))
+def test_a_plugin_attacking_its_parent_or_group_is_marked_and_the_listing_goes_on(opp, tmp_path, kind):
+    """The reported case (kill_parent): b_killer killed the process that forked
+    its scanner (the zygote) at import; it killed the zygote twice, then the
+    fallback spawned scanners from ge-plugin-ls itself, which it killed too
+    (exit 137, no cache). Now only it is marked, also when it signals its
+    process group or terminates or stops its parent."""
+    code, reason = ATTACKERS[kind]
+    make_plugin(opp, "a_ok", "KzA")
+    make_main_package(opp, "b_killer", "KzB", code)
+    make_plugin(opp, "c_ok", "KzC")
+    make_plugin(opp, "d_ok", "KzD")
+    st, rec, cache = scan_in_own_session(opp, tmp_path)
+    assert st == {"a_ok": "ok", "b_killer": "crashed", "c_ok": "ok", "d_ok": "ok"}
+    assert reason in rec["b_killer"]["error"]
+    assert str(opp / "b_killer") in rec["b_killer"]["error"]
+    # The next listing uses the cache: nothing is scanned (no zygote killed).
+    before = cache.stat().st_mtime_ns
+    st2, _, _ = scan_in_own_session(opp, tmp_path)
+    assert st2 == st
+    assert cache.stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize("kind", sorted(ATTACKERS))
+def test_without_the_zygote_an_attacking_plugin_hits_only_its_scanner(opp, tmp_path, kind):
+    """GE_PLUGIN_SCAN_ZYGOTE=0: one spawned ge-plugin-scan per plugin, whose
+    first process (the plugin's parent) guards ge-plugin-ls."""
+    code, _ = ATTACKERS[kind]
+    make_plugin(opp, "a_ok", "KsA")
+    make_main_package(opp, "b_killer", "KsB", code)
+    make_plugin(opp, "c_ok", "KsC")
+    st, rec, _ = scan_in_own_session(opp, tmp_path, env={"GE_PLUGIN_SCAN_ZYGOTE": "0"})
+    assert st == {"a_ok": "ok", "b_killer": "crashed", "c_ok": "ok"}
+    assert str(opp / "b_killer") in rec["b_killer"]["error"]
+    sig = {"kill_parent": "SIGKILL", "term_parent": "SIGTERM", "stop_parent": "SIGSTOP", "kill_group": "SIGKILL"}[kind]
+    assert rec["b_killer"]["signal_name"] == sig
+
+
+def test_the_daemon_marks_a_plugin_killing_its_zygote_and_keeps_serving(opp, tmp_path, daemon_factory):
+    make_plugin(opp, "a_ok", "KzDA")
+    make_main_package(opp, "b_killer", "KzDB", KILLER)
+    make_plugin(opp, "c_ok", "KzDC")
+    d = daemon_factory(opp).start()
+    c = Client(d.socket)
+    want = {"a_ok": "ok", "b_killer": "crashed", "c_ok": "ok"}
+    assert wait_for(lambda: statuses(c.request({"cmd": "list"})["plugins"]) == want, 60), d.read_log()
+    rec = {r["name"]: r for r in c.request({"cmd": "list"})["plugins"]}
+    assert ATTACKERS["kill_parent"][1] in rec["b_killer"]["error"]
+    assert d.proc.poll() is None
+    assert "spawning one ge-plugin-scan" not in d.read_log()
