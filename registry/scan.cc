@@ -5,12 +5,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -85,23 +87,32 @@ std::vector<std::string> ScannerArgs(const ScanOptions& opts) {
 // zygote this often (a stopped zygote sends nothing to wake it).
 constexpr int kExitCheckMs = 20;
 
-// One scanner child: one plugin.
+// The most plugins one zygote child scans, in sequence: after each record
+// the registry sends it the next queued path, or ends its feed. Each stays
+// loaded (a sub-interpreter with `ge` is about 2 MB) until the child exits,
+// and the child's fork and exit are shared by them (share/docs/registry.md,
+// "Processes: the zygote").
+constexpr std::size_t kBatchMax = 16;
+
+// One scanner child: the plugins of its batch, in order (a spawned one: one).
 struct Child {
-  std::size_t index = 0;
+  std::vector<std::size_t> batch;
   pid_t pid = -1;
   bool zygote = false;  // forked by the zygote (it reaps it and reports the exit), else our posix_spawn child
   int generation = 0;   // the zygote that forked it (ScanZygote::State::starts then)
-  bool alone = false;   // the only child in flight (a suspect rescanned by itself)
-  int out = -1;
+  bool alone = false;   // a suspect rescanned by itself (its batch is one plugin, the only child in flight)
+  int out = -1;              // its channel (a zygote's child: a socket, the next paths are sent on it)
+  bool fed_all = false;      // told it gets no more paths (shutdown of our sending side)
   std::string buf;
   Clock::time_point deadline;
-  bool started = false;                // "begin" seen
-  bool answered = false;               // its record came (held in `record` until its exit is reported)
-  std::optional<PluginRecord> record;  // the record it sent, if well-formed
-  std::string record_problem;          // else why not
+  std::size_t begun = 0;     // plugins of the batch whose "begin" came
+  std::size_t answered = 0;  // plugins whose record came (held in `records` until the exit is reported)
+  std::vector<std::optional<PluginRecord>> records;  // the records, if well-formed
+  std::vector<std::string> problems;                  // else why not
+  std::size_t judged = SIZE_MAX;                      // the batch position already judged (hung, no start)
   bool eof = false;                    // its channel closed
-  bool waiting = false;                // answered or closed: waiting for the zygote's exit report
-  bool kill_sent = false;              // asked the zygote to kill it (it did not exit after its record)
+  bool waiting = false;                // closed: waiting for the zygote's exit report
+  bool killed = false;                 // asked to be killed: waiting for the exit report
   bool orphaned = false;               // its zygote was lost before reporting its exit
   std::string lost;                    // how (ZygoteClient::gone_reason)
   int lost_status = -1;                // the zygote's waitpid status (ZygoteClient::end_status)
@@ -235,6 +246,7 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
   const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.timeout_s));
   const auto start_limit =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.timeout_s + 5.0));
+  const auto grace = std::chrono::milliseconds(kAnsweredGraceMs);
 
   auto finish = [&](std::size_t i, PluginRecord r) {
     if (done[i]) return;
@@ -289,32 +301,46 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
            " times during this scan (share/docs/registry.md, \"Processes: the zygote\")";
   };
   const std::size_t jobs = static_cast<std::size_t>(std::max(1, opts.jobs));
+  // Plugins given back unbegun by a child, in their order, to the front.
+  auto give_back = [&](const std::vector<std::size_t>& batch, std::size_t from) {
+    for (std::size_t k = batch.size(); k-- > from;) {
+      if (!done[batch[k]]) todo.push_front(batch[k]);
+    }
+  };
 
-  // Forks (or spawns) the scanner child of plugin i.
-  auto launch = [&](std::size_t i, bool alone) {
+  // Forks the scanner child of `batch` (plugins in order), or spawns one for
+  // its first plugin (the others go back to the front of the queue).
+  auto launch = [&](std::vector<std::size_t> batch, bool alone) {
     Child c;
-    c.index = i;
     c.alone = alone;
     std::string why;
     bool exhausted = false;
     for (host::ZygoteClient* z; (z = UsableZygote(zs, opts, max_starts(), &exhausted)) != nullptr;) {
+      // Its channel: lines from it, and the next paths to it (a suspect
+      // alone gets none).
       int out[2];
-      if (::pipe2(out, O_CLOEXEC) != 0) {
-        fail(i, PluginStatus::kError, std::string("cannot make a pipe for the scanner: ") + std::strerror(errno));
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) != 0) {
+        for (auto i : batch) {
+          fail(i, PluginStatus::kError, std::string("cannot make a socket for the scanner: ") + std::strerror(errno));
+        }
         return;
       }
       std::vector<std::string> args = base_args;
+      if (!alone) args.push_back("--more-on-channel");
       args.push_back("--");
-      args.push_back(paths[i]);
+      for (auto i : batch) args.push_back(paths[i]);
       host::ZygoteFds fds;
       fds.channel = out[1];
       fds.stderr_fd = child_err;
       const pid_t pid = z->Fork("scan", args, fds, &why);
       ::close(out[1]);
       if (pid > 0) {
+        c.batch = std::move(batch);
         c.pid = pid;
         c.out = out[0];
         c.zygote = true;
+        c.fed_all = alone;
+        if (alone) ::shutdown(c.out, SHUT_WR);
         c.generation = zs.starts;
         c.deadline = Clock::now() + start_limit;
         children.push_back(std::move(c));
@@ -327,39 +353,65 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
         zs.spawn = true;
         break;
       }
-      // Lost while forking this plugin's child (which may have started
-      // before the answer): a suspect. The next UsableZygote restarts the
+      // Lost while forking this child (which may have begun before the
+      // answer): its plugins are suspects. The next UsableZygote restarts the
       // zygote; the children it had are judged in the loop below.
-      suspects.push_back(i);
+      for (auto i : batch) suspects.push_back(i);
       return;
     }
     if (exhausted) {
-      fail(i, PluginStatus::kError, not_scanned_why());
+      for (auto i : batch) fail(i, PluginStatus::kError, not_scanned_why());
       return;
     }
-    if (!Spawn(paths[i], opts, c, &why)) {
-      fail(i, PluginStatus::kError, why);
+    give_back(batch, 1);
+    batch.resize(1);
+    if (!Spawn(paths[batch[0]], opts, c, &why)) {
+      fail(batch[0], PluginStatus::kError, why);
       return;
     }
-    c.index = i;
+    c.batch = std::move(batch);
     c.deadline = Clock::now() + start_limit;
     children.push_back(std::move(c));
   };
   auto start_next = [&]() {
-    // Suspects are scanned one at a time, before anything else, each the
-    // only child in flight.
     for (;;) {
-      std::deque<std::size_t>& from = suspects.empty() ? todo : suspects;
-      const bool alone = !suspects.empty();
-      if (from.empty() || children.size() >= (alone ? 1 : jobs)) return;
-      const std::size_t i = from.front();
-      from.pop_front();
-      if (!done[i]) launch(i, alone);
+      // Suspects are scanned one at a time, before anything else, each alone
+      // in its child and the only child in flight.
+      if (!suspects.empty()) {
+        if (!children.empty()) return;
+        const std::size_t i = suspects.front();
+        suspects.pop_front();
+        if (!done[i]) launch({i}, /*alone=*/true);
+        continue;
+      }
+      if (todo.empty() || children.size() >= jobs) return;
+      // Its first plugin; the next ones are sent after each record (feed).
+      const std::size_t i = todo.front();
+      todo.pop_front();
+      if (!done[i]) launch({i}, /*alone=*/false);
     }
   };
-  // The verdict of a child that ended (or was killed) without a record.
-  auto verdict = [&](const Child& c, bool hung, int status) {
-    const std::size_t i = c.index;
+  // After a record of zygote child c: the next queued plugin for it, or the
+  // end of its feed (its batch is full, suspects wait to be scanned alone,
+  // or nothing is queued): then it exits after its record.
+  auto feed = [&](Child& c) {
+    if (c.fed_all || !c.zygote) return;
+    while (!todo.empty() && done[todo.front()]) todo.pop_front();
+    if (c.batch.size() < kBatchMax && suspects.empty() && !todo.empty()) {
+      const std::size_t i = todo.front();
+      const std::string msg = paths[i] + '\0';
+      if (::send(c.out, msg.data(), msg.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(msg.size())) {
+        todo.pop_front();
+        c.batch.push_back(i);
+        return;
+      }
+    }
+    ::shutdown(c.out, SHUT_WR);
+    c.fed_all = true;
+  };
+  // The verdict of plugin i whose scanner ended (or was killed) without its
+  // record; `started`: its "begin" came.
+  auto verdict = [&](std::size_t i, bool started, bool hung, int status) {
     const double secs = opts.timeout_s;
     if (hung) {
       char t[32];
@@ -368,7 +420,7 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
            std::string("scanning ") + paths[i] + " did not finish within " + t +
                " s (killed; rescanned when its files change)",
            [&](PluginRecord& r) { r.timeout_s = secs; });
-    } else if (!c.started) {
+    } else if (!started) {
       // It died before loading anything: not the plugin's fault.
       const std::string why = WIFSIGNALED(status) ? "killed by " + plugin::SignalName(WTERMSIG(status))
                                                   : "exit code " + std::to_string(WEXITSTATUS(status));
@@ -390,13 +442,13 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
            [&](PluginRecord& r) { r.exit_code = code; });
     }
   };
-  // The verdict of the record a child sent.
-  auto answer = [&](Child& c) {
-    if (c.record) {
-      finish(c.index, std::move(*c.record));
+  // The verdict of the k-th record a child sent.
+  auto answer = [&](Child& c, std::size_t k) {
+    const std::size_t i = c.batch[k];
+    if (c.records[k]) {
+      finish(i, std::move(*c.records[k]));
     } else {
-      fail(c.index, PluginStatus::kError, "the scanner sent a malformed record for " + paths[c.index] + ": " +
-                                              c.record_problem);
+      fail(i, PluginStatus::kError, "the scanner sent a malformed record for " + paths[i] + ": " + c.problems[k]);
     }
   };
   // Plugin i's scan was the only one in flight when the zygote was lost
@@ -440,6 +492,30 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
       zs.client->Kill(c.pid, SIGKILL);  // the zygote reaps it
     }
   };
+  // A zygote's child whose exit was reported: its records are final; the
+  // plugin it was loading gets the exit's verdict; unbegun ones go back.
+  auto settle = [&](Child& c) {
+    for (std::size_t k = 0; k < c.answered; ++k) answer(c, k);
+    if (c.begun > c.answered && c.judged != c.answered) {
+      verdict(c.batch[c.answered], /*started=*/true, /*hung=*/false, *c.status);
+    } else if (c.begun == 0 && c.judged != 0) {
+      verdict(c.batch[0], /*started=*/false, /*hung=*/false, *c.status);
+    }
+    give_back(c.batch, std::max<std::size_t>(c.begun, 1));
+  };
+  // A zygote's child whose zygote was lost before reporting its exit: every
+  // plugin it began is a suspect (the culprit when it was alone).
+  auto orphan = [&](Child& c) {
+    for (std::size_t k = 0; k < c.begun; ++k) {
+      if (k == c.judged) continue;
+      if (c.alone) {
+        blame_zygote_loss(c.batch[k], c.lost_status, c.lost);
+      } else {
+        suspects.push_back(c.batch[k]);
+      }
+    }
+    give_back(c.batch, c.begun);  // none of their code ran: scanned again as if new
+  };
 
   start_next();
   while (!children.empty()) {
@@ -452,7 +528,7 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
       next = std::min(next, c.deadline);
       // Waiting for the zygote's exit report: it is looked at often (a
       // stopped zygote sends nothing).
-      if (c.zygote && c.waiting) next = std::min(next, now + std::chrono::milliseconds(kExitCheckMs));
+      if (c.zygote && (c.eof || c.killed)) next = std::min(next, now + std::chrono::milliseconds(kExitCheckMs));
     }
     const bool watch_zygote = zs.client && zs.client->alive();
     if (watch_zygote) fds.push_back({zs.client->fd(), POLLIN, 0});
@@ -465,7 +541,10 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
     if (zs.client) {
       for (const auto& e : zs.client->TakeExits()) {
         for (auto& c : children) {
-          if (c.zygote && c.pid == e.pid && c.generation == zs.starts) c.status = e.status;
+          if (c.zygote && c.pid == e.pid && c.generation == zs.starts && !c.status) {
+            c.status = e.status;
+            if (!c.eof) c.deadline = now + grace;  // what it wrote is read to its end, for a little while
+          }
         }
       }
     }
@@ -483,7 +562,7 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
       c.orphaned = true;
       c.lost = how.first;
       c.lost_status = how.second;
-      c.deadline = now + std::chrono::milliseconds(kAnsweredGraceMs);
+      c.deadline = now + grace;
     }
     std::vector<std::size_t> ended;
     for (std::size_t k = 0; k < children.size(); ++k) {
@@ -497,117 +576,123 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
           c.eof = true;
         }
         std::size_t pos;
-        while (!c.answered && (pos = c.buf.find('\n')) != std::string::npos) {
+        while ((pos = c.buf.find('\n')) != std::string::npos) {
           const std::string line = c.buf.substr(0, pos);
           c.buf.erase(0, pos + 1);
           json j = json::parse(line, nullptr, false);
           if (!j.is_object()) continue;
-          const std::size_t i = c.index;
           if (j.contains("begin") && j["begin"].is_string()) {
+            // The next plugin of its batch, once the one before has its record.
             const auto begun = ParsePathText(j["begin"].get_ref<const std::string&>());
-            if (begun && *begun == paths[i] && !c.started) {
-              c.started = true;
-              c.deadline = now + limit;
+            if (begun && c.begun == c.answered && c.begun < c.batch.size() && *begun == paths[c.batch[c.begun]]) {
+              ++c.begun;
+              if (!c.killed && !c.orphaned) c.deadline = now + limit;
             }
-          } else if (c.started) {
+          } else if (c.begun > c.answered) {
             // Only the plugin being scanned can be answered for; a record
             // naming another path, or none, is malformed.
-            c.answered = true;
-            c.record = plugin::FromJson(j, &c.record_problem);
-            if (c.record && c.record->path != paths[i]) c.record_problem = "it names another path", c.record.reset();
+            const std::size_t i = c.batch[c.answered];
+            std::string problem;
+            std::optional<PluginRecord> rec = plugin::FromJson(j, &problem);
+            if (rec && rec->path != paths[i]) problem = "it names another path", rec.reset();
+            c.records.push_back(std::move(rec));
+            c.problems.push_back(std::move(problem));
+            ++c.answered;
+            // The next "begin", or the end, comes within the time limit.
+            if (!c.killed && !c.orphaned) {
+              c.deadline = now + limit;
+              if (c.answered == c.batch.size()) feed(c);
+            }
           }
         }
       }
       if (!c.zygote) {
-        // Our own child: its record is its verdict; we reap it.
-        if (c.answered) {
+        // Our own child (one plugin): its record is its verdict; we reap it.
+        const std::size_t i = c.batch[0];
+        if (c.answered > 0) {
           // Its guard (ge-plugin-scan's first process, the plugin's parent)
           // ends as the scanner did: a signal or a stop after the record is
           // the plugin's doing (it killed or stopped its scanner or that parent).
           const int st = reap_spawned(c.pid);
           if (WIFSTOPPED(st) || WIFSIGNALED(st)) {
             const int sig = WIFSTOPPED(st) ? WSTOPSIG(st) : WTERMSIG(st);
-            fail(c.index, PluginStatus::kCrashed,
+            fail(i, PluginStatus::kCrashed,
                  std::string(WIFSTOPPED(st) ? "stopped" : "killed") + " its scanner's parent process or the scanner (" +
-                     plugin::SignalName(sig) + ") while being scanned: " + paths[c.index],
+                     plugin::SignalName(sig) + ") while being scanned: " + paths[i],
                  [&](PluginRecord& r) { r.signal = sig; });
           } else {
-            answer(c);
+            answer(c, 0);
           }
           ended.push_back(k);
         } else if (now >= c.deadline) {
           kill_child(c);
-          if (c.started) {
-            verdict(c, /*hung=*/true, 0);
+          if (c.begun > 0) {
+            verdict(i, true, /*hung=*/true, 0);
           } else {
-            fail(c.index, PluginStatus::kError, "the scanner failed to start (no answer)");
+            fail(i, PluginStatus::kError, "the scanner failed to start (no answer)");
           }
           ended.push_back(k);
         } else if (c.eof) {
-          verdict(c, /*hung=*/false, reap_spawned(c.pid));
+          verdict(i, c.begun > 0, /*hung=*/false, reap_spawned(c.pid));
           ended.push_back(k);
         }
         continue;
       }
-      // A zygote's child. Its record (or end) is final once the zygote
-      // reports its exit: a plugin that killed or stopped the zygote may
-      // still have sent a record, and is blamed only by the loss below.
+      // A zygote's child. Its records (and its end) are final once the
+      // zygote reports its exit: a plugin that killed or stopped the zygote
+      // may still have sent a record, and is blamed only by the loss below.
       if (c.status) {
-        if (c.answered) {
-          answer(c);
-          ended.push_back(k);
-        } else if (c.eof) {
-          verdict(c, /*hung=*/false, *c.status);
-          ended.push_back(k);
-        } else if (now >= c.deadline) {
-          // Exited, but something it started still holds its channel open.
-          verdict(c, /*hung=*/false, *c.status);
+        if (c.eof || now >= c.deadline) {
+          settle(c);
           ended.push_back(k);
         }
         continue;
       }
       if (c.orphaned) {
-        // Its zygote was lost before its verdict was confirmed.
-        if (!c.eof && now < c.deadline) continue;
-        if (!c.started) {
-          todo.push_front(c.index);  // none of its plugin's code ran: scanned again as if new
-        } else if (c.alone) {
-          blame_zygote_loss(c.index, c.lost_status, c.lost);
-        } else {
-          suspects.push_back(c.index);
+        if (c.eof || now >= c.deadline) {
+          orphan(c);
+          ended.push_back(k);
         }
-        ended.push_back(k);
         continue;
       }
-      if (c.answered || c.eof) {
-        // Ending (it _exits after the record): the zygote reports it soon.
-        // One still there after kAnsweredGraceMs (plugin code that wrote a
-        // record early, then slept) is killed; a zygote that reports nothing
-        // kAnsweredGraceMs after that is lost (stopped answering).
-        if (!c.waiting) {
-          c.waiting = true;
-          c.deadline = now + std::chrono::milliseconds(kAnsweredGraceMs);
-        } else if (now >= c.deadline && !c.kill_sent) {
-          Logger("registry")->warn("a scanner child (pid {}) sent its record but did not exit within {} ms; killed",
-                                   c.pid, kAnsweredGraceMs);
-          kill_child(c);
-          c.kill_sent = true;
-          c.deadline = now + std::chrono::milliseconds(kAnsweredGraceMs);
-        } else if (now >= c.deadline && zs.client && zs.client->alive()) {
+      if (c.killed) {
+        // Asked the zygote to kill it; a zygote that reports nothing within
+        // kAnsweredGraceMs is lost (stopped answering): judged next round.
+        if (now >= c.deadline && zs.client && zs.client->alive()) {
           zs.client->Abandon("the zygote (pid " + std::to_string(zs.client->pid()) +
                              ") did not report the end of a child it was asked to kill; killed");
-          // Judged (orphaned) by the next round.
+        }
+        continue;
+      }
+      if (c.eof) {
+        // Ending (it _exits after its last record): the zygote reports it
+        // soon. One still there after kAnsweredGraceMs (plugin code that
+        // closed the channel, then slept) is killed.
+        if (!c.waiting) {
+          c.waiting = true;
+          c.deadline = now + grace;
+        } else if (now >= c.deadline) {
+          Logger("registry")->warn("a scanner child (pid {}) closed its channel but did not exit within {} ms; killed",
+                                   c.pid, kAnsweredGraceMs);
+          kill_child(c);
+          c.killed = true;
+          c.deadline = now + grace;
         }
         continue;
       }
       if (now >= c.deadline) {
-        kill_child(c);
-        if (c.started) {
-          verdict(c, /*hung=*/true, 0);
-        } else {
-          fail(c.index, PluginStatus::kError, "the scanner failed to start (no answer)");
+        if (c.begun > c.answered) {
+          c.judged = c.answered;  // the plugin it is loading passed the time limit
+          verdict(c.batch[c.answered], true, /*hung=*/true, 0);
+        } else if (c.begun == 0) {
+          c.judged = 0;
+          fail(c.batch[0], PluginStatus::kError, "the scanner failed to start (no answer)");
         }
-        ended.push_back(k);
+        // (else: no "begin" after a record in time, only the scanner's own
+        // code between plugins: nobody is blamed, the rest go back.)
+        kill_child(c);
+        c.killed = true;
+        c.deadline = now + grace;
       }
     }
     for (auto it = ended.rbegin(); it != ended.rend(); ++it) {

@@ -208,7 +208,7 @@ ATTACKERS = {
 }
 
 
-def scan_in_own_session(opp, tmp_path, env=None):
+def scan_in_own_session(opp, tmp_path, env=None, extra=()):
     """ge-plugin-ls in a session (and process group) of its own: a plugin
     signalling its group can never reach this test's process."""
     cache = tmp_path / "cache.json"
@@ -216,7 +216,7 @@ def scan_in_own_session(opp, tmp_path, env=None):
     e.update(env_for(tmp_path))
     e.update(env or {})
     p = subprocess.run([os.path.join(BIN, "ge-plugin-ls"), "--no-daemon", "--json", "--opp-path", str(opp), "--cache",
-                        str(cache)], capture_output=True, text=True, env=e, timeout=120, start_new_session=True)
+                        str(cache), *extra], capture_output=True, text=True, env=e, timeout=120, start_new_session=True)
     assert p.returncode in (0, 1), (p.returncode, p.stderr)
     records = {r["name"]: r for r in json.loads(cache.read_text())["plugins"]}
     return statuses(json.loads(p.stdout)["plugins"]), records, cache
@@ -272,3 +272,78 @@ def test_the_daemon_marks_a_plugin_killing_its_zygote_and_keeps_serving(opp, tmp
     assert ATTACKERS["kill_parent"][1] in rec["b_killer"]["error"]
     assert d.proc.poll() is None
     assert "spawning one ge-plugin-scan" not in d.read_log()
+
+
+# ---- one zygote child scans several plugins in sequence -------------------------------------
+
+# What a sub-interpreter plugin does at import (a single .py file, the default
+# isolation) and the status it gets.
+IN_BATCH = {
+    "abort": ("import os\nos.abort()\n", "crashed"),
+    "segv": ("import ctypes\nctypes.string_at(0)\n", "crashed"),
+    "exit": ("import os\nos._exit(7)\n", "exited"),
+    "hang": ("while True:\n    pass\n", "hung"),
+    "spin_thread": (SPIN, "hung"),
+    "idle_thread": (IDLE, "ok"),
+    "kill_parent": (KILLER, "crashed"),
+    "stop_parent": (ATTACKERS["stop_parent"][0], "crashed"),
+}
+
+
+def pid_logger(log, name):
+    """Code that appends "PID NAME" to `log` at import (which process scanned it)."""
+    return f"import os\nwith open({str(log)!r}, 'a') as _f:\n    _f.write(str(os.getpid()) + ' {name}\\n')\n"
+
+
+def scanned_by(log):
+    """Plugin name -> the pid of the scanner child that imported it (the last one)."""
+    out = {}
+    for line in log.read_text().splitlines():
+        pid, name = line.split()
+        out[name] = int(pid)
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(IN_BATCH))
+def test_a_culprit_among_plugins_sharing_a_scanner_child_is_the_only_one_marked(opp, tmp_path, kind):
+    """Sub-interpreter plugins are scanned several to a child (one fork for
+    many); blame stays exact: the plugin in flight when the child crashes,
+    exits or hangs, or when the zygote is lost, is the one marked, and the
+    others (before and after it in the same child) are ok."""
+    body, verdict = IN_BATCH[kind]
+    log = tmp_path / "pids.log"
+    names = [f"p{k:02d}" for k in range(10)]
+    culprit = "p04"
+    for k, name in enumerate(names):
+        pre = pid_logger(log, name) + (body if name == culprit else "")
+        make_plugin(opp, name, f"BatchOp{k}", pre=pre)
+    st, rec, _ = scan_in_own_session(opp, tmp_path, extra=("--timeout", "3"))
+    want = {n: "ok" for n in names}
+    want[culprit] = verdict
+    assert st == want, {n: rec[n].get("error") for n in names if st[n] != want[n]}
+    pids = scanned_by(log)
+    # Several plugins did share a child (else this test would prove nothing).
+    assert len(set(pids.values())) < len(names), pids
+    if kind == "spin_thread":
+        assert rec[culprit]["error_kind"] == "busy_thread"
+    if kind == "idle_thread":
+        # A plugin that leaves any thread ends its child: no later plugin shares its process.
+        later = names[names.index(culprit) + 1:]
+        assert all(pids[n] != pids[culprit] for n in later), pids
+
+
+def test_a_main_interpreter_plugin_is_never_loaded_after_a_sub_interpreter(opp, tmp_path):
+    """A plugin with isolation "main" is loaded only first in a fresh child,
+    before any sub-interpreter exists there (as in the engine, which loads
+    main-interpreter plugins first), even when it comes after sub-interpreter
+    plugins in path order."""
+    for k in range(4):
+        make_plugin(opp, f"a{k}", f"BeforeMainOp{k}")
+    make_main_package(opp, "m_main", "MainAfterOp",
+                      "import _xxsubinterpreters as _si\n"
+                      "assert len(_si.list_all()) == 1, f'sub-interpreters exist: {_si.list_all()}'\n")
+    for k in range(4):
+        make_plugin(opp, f"z{k}", f"AfterMainOp{k}")
+    st, rec, _ = scan_in_own_session(opp, tmp_path)
+    assert st == {**{f"a{k}": "ok" for k in range(4)}, "m_main": "ok", **{f"z{k}": "ok" for k in range(4)}}, \
+        rec["m_main"].get("error")
