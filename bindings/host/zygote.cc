@@ -447,7 +447,7 @@ bool ZygoteClient::ReadOne(bool block, std::string* text) {
   if (sock_ < 0) return false;  // a gone zygote's last datagrams are still read
   const int r = ReceiveMessage(sock_, text, nullptr, !block);
   if (r == 1) return true;
-  if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+  if (alive_ && (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))) {
     const std::string failed = r == 0 ? "the zygote (pid " + std::to_string(pid_) + ") closed its socket"
                                       : "the zygote's socket failed: " + std::string(std::strerror(errno));
     // How it ended, when it did (its socket closes just before it can be reaped).
