@@ -5,14 +5,17 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <optional>
 
 #include <boost/filesystem.hpp>
@@ -62,6 +65,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long a scanner child that sent its record may take to exit before it is
+// killed. Nothing runs after the record but _exit, so this only has to cover
+// a loaded machine's scheduling delay; 2 s does, and is far shorter than any
+// refresh interval, so a child never lingers in the daemon.
+constexpr int kAnsweredGraceMs = 2000;
+
 // The scanner's arguments shared by both ways of starting it.
 std::vector<std::string> ScannerArgs(const ScanOptions& opts) {
   std::vector<std::string> args;
@@ -74,17 +83,39 @@ std::vector<std::string> ScannerArgs(const ScanOptions& opts) {
   return args;
 }
 
-// One scanner child: one plugin.
+// While a zygote's child waits for its exit report, the loop looks at the
+// zygote this often (a stopped zygote sends nothing to wake it).
+constexpr int kExitCheckMs = 20;
+
+// The most plugins one zygote child scans, in sequence: after each record
+// the registry sends it the next queued path, or ends its feed. Each stays
+// loaded (a sub-interpreter with `ge` is about 2 MB) until the child exits,
+// and the child's fork and exit are shared by them (share/docs/registry.md,
+// "Processes: the zygote").
+constexpr std::size_t kBatchMax = 16;
+
+// One scanner child: the plugins of its batch, in order (a spawned one: one).
 struct Child {
-  std::size_t index = 0;
+  std::vector<std::size_t> batch;
   pid_t pid = -1;
   bool zygote = false;  // forked by the zygote (it reaps it and reports the exit), else our posix_spawn child
-  int out = -1;
+  int generation = 0;   // the zygote that forked it (ScanZygote::State::starts then)
+  bool alone = false;   // a suspect rescanned by itself (its batch is one plugin, the only child in flight)
+  int out = -1;              // its channel (a zygote's child: a socket, the next paths are sent on it)
+  bool fed_all = false;      // told it gets no more paths (shutdown of our sending side)
   std::string buf;
   Clock::time_point deadline;
-  bool started = false;                // "begin" seen
-  bool answered = false;               // its record came
+  std::size_t begun = 0;     // plugins of the batch whose "begin" came
+  std::size_t answered = 0;  // plugins whose record came (held in `records` until the exit is reported)
+  std::vector<std::optional<PluginRecord>> records;  // the records, if well-formed
+  std::vector<std::string> problems;                  // else why not
+  std::size_t judged = SIZE_MAX;                      // the batch position already judged (hung, no start)
   bool eof = false;                    // its channel closed
+  bool waiting = false;                // closed: waiting for the zygote's exit report
+  bool killed = false;                 // asked to be killed: waiting for the exit report
+  bool orphaned = false;               // its zygote was lost before reporting its exit
+  std::string lost;                    // how (ZygoteClient::gone_reason)
+  int lost_status = -1;                // the zygote's waitpid status (ZygoteClient::end_status)
   std::optional<int> status;           // its waitpid status, once known
 };
 
@@ -112,7 +143,10 @@ bool Spawn(const std::string& path, const ScanOptions& opts, Child& c, std::stri
   sigfillset(&all);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  // A process group of its own, as a zygote's scan child: a plugin signalling
+  // its group hits only its scanner (share/docs/registry.md, "Processes").
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   const std::string scanner = opts.scanner.empty() ? DefaultScanner() : opts.scanner;
   std::vector<std::string> args{scanner};
   for (auto& a : ScannerArgs(opts)) args.push_back(std::move(a));
@@ -150,9 +184,13 @@ bool Spawn(const std::string& path, const ScanOptions& opts, Child& c, std::stri
 
 struct ScanZygote::State {
   std::unique_ptr<host::ZygoteClient> client;
-  int starts = 0;         // zygotes started (the first, and one restart)
-  bool spawn = false;     // no zygote any more: posix_spawn each child
+  int starts = 0;         // zygotes started so far (over every scan it served)
+  bool spawn = false;     // no zygote could start: posix_spawn each child
   std::string scanner;    // the scanner it runs
+  // How the zygote of each generation (`starts` when it was started) was
+  // lost: ZygoteClient::gone_reason and end_status, kept for the children
+  // it had when it was replaced.
+  std::map<int, std::pair<std::string, int>> lost;
 };
 
 ScanZygote::ScanZygote() = default;
@@ -165,20 +203,24 @@ int ScanZygote::pid() const {
 
 namespace {
 
-constexpr int kZygoteStarts = 2;  // the first and one restart
-
-// The zygote client of `z`, started or restarted when needed; null when the
-// scan is to spawn its children (said once in the log).
-host::ZygoteClient* UsableZygote(ScanZygote::State& z, const ScanOptions& opts) {
+// The zygote client of `z`, started or restarted when needed (while
+// `z.starts` < `max_starts`); null when the scan is to spawn its children
+// (the zygote cannot start: said once in the log) or, with `*exhausted` set,
+// when the scan has used up its zygote starts. A zygote dying is never a
+// reason to spawn: a plugin that kills its parent would then kill the tool.
+host::ZygoteClient* UsableZygote(ScanZygote::State& z, const ScanOptions& opts, int max_starts, bool* exhausted) {
+  *exhausted = false;
   if (z.spawn) return nullptr;
   if (z.client && z.client->alive()) return z.client.get();
   std::string gone;
-  if (z.client) gone = z.client->gone_reason();
+  if (z.client) {
+    gone = z.client->gone_reason();
+    z.client->TakeExits();  // reaps it when it ended (its status tells how)
+    z.lost[z.starts] = {z.client->gone_reason(), z.client->end_status()};
+  }
   z.client.reset();  // reaps the one that died
-  if (z.starts >= kZygoteStarts) {
-    Logger("registry")->warn("the scanner's zygote is gone again ({}); spawning one ge-plugin-scan per plugin from now on",
-                             gone);
-    z.spawn = true;
+  if (z.starts >= max_starts) {
+    *exhausted = true;
     return nullptr;
   }
   const std::string scanner = opts.scanner.empty() ? DefaultScanner() : opts.scanner;
@@ -204,6 +246,7 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
   const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.timeout_s));
   const auto start_limit =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.timeout_s + 5.0));
+  const auto grace = std::chrono::milliseconds(kAnsweredGraceMs);
 
   auto finish = [&](std::size_t i, PluginRecord r) {
     if (done[i]) return;
@@ -242,32 +285,63 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
 
   std::deque<std::size_t> todo;
   for (std::size_t i = 0; i < paths.size(); ++i) todo.push_back(i);
+  // Plugins that ran in a child of a zygote that was lost (died, stopped,
+  // stopped answering) before their verdict was confirmed: each is scanned
+  // again alone, so that the one during whose scan it is lost is the culprit.
+  std::deque<std::size_t> suspects;
   std::vector<Child> children;
+  // Zygote starts this scan may use: the first, a few restarts for losses not
+  // pinned on a plugin (OOM, a plugin that kills only sometimes), and two more
+  // per plugin marked for it, so a pathological case cannot loop.
+  const int starts0 = zs.starts;
+  int killers = 0;
+  auto max_starts = [&]() { return starts0 + 3 + 2 * killers; };
+  auto not_scanned_why = [&]() {
+    return "not scanned: the scanner's zygote was lost " + std::to_string(zs.starts - starts0) +
+           " times during this scan (share/docs/registry.md, \"Processes: the zygote\")";
+  };
   const std::size_t jobs = static_cast<std::size_t>(std::max(1, opts.jobs));
+  // Plugins given back unbegun by a child, in their order, to the front.
+  auto give_back = [&](const std::vector<std::size_t>& batch, std::size_t from) {
+    for (std::size_t k = batch.size(); k-- > from;) {
+      if (!done[batch[k]]) todo.push_front(batch[k]);
+    }
+  };
 
-  // Forks (or spawns) the scanner child of plugin i.
-  auto launch = [&](std::size_t i) {
+  // Forks the scanner child of `batch` (plugins in order), or spawns one for
+  // its first plugin (the others go back to the front of the queue).
+  auto launch = [&](std::vector<std::size_t> batch, bool alone) {
     Child c;
-    c.index = i;
+    c.alone = alone;
     std::string why;
-    for (host::ZygoteClient* z; (z = UsableZygote(zs, opts)) != nullptr;) {
+    bool exhausted = false;
+    for (host::ZygoteClient* z; (z = UsableZygote(zs, opts, max_starts(), &exhausted)) != nullptr;) {
+      // Its channel: lines from it, and the next paths to it (a suspect
+      // alone gets none).
       int out[2];
-      if (::pipe2(out, O_CLOEXEC) != 0) {
-        fail(i, PluginStatus::kError, std::string("cannot make a pipe for the scanner: ") + std::strerror(errno));
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) != 0) {
+        for (auto i : batch) {
+          fail(i, PluginStatus::kError, std::string("cannot make a socket for the scanner: ") + std::strerror(errno));
+        }
         return;
       }
       std::vector<std::string> args = base_args;
+      if (!alone) args.push_back("--more-on-channel");
       args.push_back("--");
-      args.push_back(paths[i]);
+      for (auto i : batch) args.push_back(paths[i]);
       host::ZygoteFds fds;
       fds.channel = out[1];
       fds.stderr_fd = child_err;
       const pid_t pid = z->Fork("scan", args, fds, &why);
       ::close(out[1]);
       if (pid > 0) {
+        c.batch = std::move(batch);
         c.pid = pid;
         c.out = out[0];
         c.zygote = true;
+        c.fed_all = alone;
+        if (alone) ::shutdown(c.out, SHUT_WR);
+        c.generation = zs.starts;
         c.deadline = Clock::now() + start_limit;
         children.push_back(std::move(c));
         return;
@@ -279,26 +353,65 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
         zs.spawn = true;
         break;
       }
-      // Gone: restarted (once) by the next UsableZygote.
-    }
-    if (!Spawn(paths[i], opts, c, &why)) {
-      fail(i, PluginStatus::kError, why);
+      // Lost while forking this child (which may have begun before the
+      // answer): its plugins are suspects. The next UsableZygote restarts the
+      // zygote; the children it had are judged in the loop below.
+      for (auto i : batch) suspects.push_back(i);
       return;
     }
-    c.index = i;
+    if (exhausted) {
+      for (auto i : batch) fail(i, PluginStatus::kError, not_scanned_why());
+      return;
+    }
+    give_back(batch, 1);
+    batch.resize(1);
+    if (!Spawn(paths[batch[0]], opts, c, &why)) {
+      fail(batch[0], PluginStatus::kError, why);
+      return;
+    }
+    c.batch = std::move(batch);
     c.deadline = Clock::now() + start_limit;
     children.push_back(std::move(c));
   };
   auto start_next = [&]() {
-    while (!todo.empty() && children.size() < jobs) {
+    for (;;) {
+      // Suspects are scanned one at a time, before anything else, each alone
+      // in its child and the only child in flight.
+      if (!suspects.empty()) {
+        if (!children.empty()) return;
+        const std::size_t i = suspects.front();
+        suspects.pop_front();
+        if (!done[i]) launch({i}, /*alone=*/true);
+        continue;
+      }
+      if (todo.empty() || children.size() >= jobs) return;
+      // Its first plugin; the next ones are sent after each record (feed).
       const std::size_t i = todo.front();
       todo.pop_front();
-      if (!done[i]) launch(i);
+      if (!done[i]) launch({i}, /*alone=*/false);
     }
   };
-  // The verdict of a child that ended (or was killed) without a record.
-  auto verdict = [&](const Child& c, bool hung, int status) {
-    const std::size_t i = c.index;
+  // After a record of zygote child c: the next queued plugin for it, or the
+  // end of its feed (its batch is full, suspects wait to be scanned alone,
+  // or nothing is queued): then it exits after its record.
+  auto feed = [&](Child& c) {
+    if (c.fed_all || !c.zygote) return;
+    while (!todo.empty() && done[todo.front()]) todo.pop_front();
+    if (c.batch.size() < kBatchMax && suspects.empty() && !todo.empty()) {
+      const std::size_t i = todo.front();
+      const std::string msg = paths[i] + '\0';
+      if (::send(c.out, msg.data(), msg.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(msg.size())) {
+        todo.pop_front();
+        c.batch.push_back(i);
+        return;
+      }
+    }
+    ::shutdown(c.out, SHUT_WR);
+    c.fed_all = true;
+  };
+  // The verdict of plugin i whose scanner ended (or was killed) without its
+  // record; `started`: its "begin" came.
+  auto verdict = [&](std::size_t i, bool started, bool hung, int status) {
     const double secs = opts.timeout_s;
     if (hung) {
       char t[32];
@@ -307,11 +420,17 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
            std::string("scanning ") + paths[i] + " did not finish within " + t +
                " s (killed; rescanned when its files change)",
            [&](PluginRecord& r) { r.timeout_s = secs; });
-    } else if (!c.started) {
+    } else if (!started) {
       // It died before loading anything: not the plugin's fault.
       const std::string why = WIFSIGNALED(status) ? "killed by " + plugin::SignalName(WTERMSIG(status))
                                                   : "exit code " + std::to_string(WEXITSTATUS(status));
       fail(i, PluginStatus::kError, "the scanner failed to start (" + why + ")");
+    } else if (WIFSTOPPED(status)) {
+      // Our spawned scanner's guard found stopped (then killed).
+      const int sig = WSTOPSIG(status);
+      fail(i, PluginStatus::kCrashed,
+           "stopped its scanner's parent process (" + plugin::SignalName(sig) + ") while being scanned: " + paths[i],
+           [&](PluginRecord& r) { r.signal = sig; });
     } else if (WIFSIGNALED(status)) {
       const int sig = WTERMSIG(status);
       fail(i, PluginStatus::kCrashed, "the scanner crashed with " + plugin::SignalName(sig) + " while loading " + paths[i],
@@ -323,11 +442,42 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
            [&](PluginRecord& r) { r.exit_code = code; });
     }
   };
-  // Reaps our own (spawned) child, bounded: it is exiting or was killed.
+  // The verdict of the k-th record a child sent.
+  auto answer = [&](Child& c, std::size_t k) {
+    const std::size_t i = c.batch[k];
+    if (c.records[k]) {
+      finish(i, std::move(*c.records[k]));
+    } else {
+      fail(i, PluginStatus::kError, "the scanner sent a malformed record for " + paths[i] + ": " + c.problems[k]);
+    }
+  };
+  // Plugin i's scan was the only one in flight when the zygote was lost
+  // (`end`: its waitpid status, -1 unknown; `why`: how it was lost).
+  auto blame_zygote_loss = [&](std::size_t i, int end, const std::string& why) {
+    ++killers;
+    std::string what;
+    if (end != -1 && WIFSTOPPED(end)) {
+      what = "stopped its parent process, the scanner's zygote (" + plugin::SignalName(WSTOPSIG(end)) + ")";
+    } else if (end != -1 && WIFSIGNALED(end)) {
+      what = "killed its parent process, the scanner's zygote (" + plugin::SignalName(WTERMSIG(end)) + ")";
+    } else {
+      what = "made its parent process, the scanner's zygote, fail (" + why + ")";
+    }
+    fail(i, PluginStatus::kCrashed, what + ", while being scanned: " + paths[i]);
+  };
+  // Reaps our own (spawned) child, bounded: it is exiting or was killed. One
+  // found stopped is killed, and its stop status returned (WIFSTOPPED).
   auto reap_spawned = [](pid_t pid) {
     int status = 0;
     for (int tries = 0;; ++tries) {
-      const pid_t w = ::waitpid(pid, &status, tries < 200 ? WNOHANG : 0);
+      const pid_t w = ::waitpid(pid, &status, (tries < 200 ? WNOHANG : 0) | WUNTRACED);
+      if (w == pid && WIFSTOPPED(status)) {
+        ::kill(pid, SIGKILL);
+        int ignored;
+        while (::waitpid(pid, &ignored, 0) < 0 && errno == EINTR) {
+        }
+        break;
+      }
       if (w == pid || (w < 0 && errno != EINTR)) break;
       if (tries == 200) ::kill(pid, SIGKILL);
       if (tries < 200) ::usleep(5000);
@@ -342,6 +492,30 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
       zs.client->Kill(c.pid, SIGKILL);  // the zygote reaps it
     }
   };
+  // A zygote's child whose exit was reported: its records are final; the
+  // plugin it was loading gets the exit's verdict; unbegun ones go back.
+  auto settle = [&](Child& c) {
+    for (std::size_t k = 0; k < c.answered; ++k) answer(c, k);
+    if (c.begun > c.answered && c.judged != c.answered) {
+      verdict(c.batch[c.answered], /*started=*/true, /*hung=*/false, *c.status);
+    } else if (c.begun == 0 && c.judged != 0) {
+      verdict(c.batch[0], /*started=*/false, /*hung=*/false, *c.status);
+    }
+    give_back(c.batch, std::max<std::size_t>(c.begun, 1));
+  };
+  // A zygote's child whose zygote was lost before reporting its exit: every
+  // plugin it began is a suspect (the culprit when it was alone).
+  auto orphan = [&](Child& c) {
+    for (std::size_t k = 0; k < c.begun; ++k) {
+      if (k == c.judged) continue;
+      if (c.alone) {
+        blame_zygote_loss(c.batch[k], c.lost_status, c.lost);
+      } else {
+        suspects.push_back(c.batch[k]);
+      }
+    }
+    give_back(c.batch, c.begun);  // none of their code ran: scanned again as if new
+  };
 
   start_next();
   while (!children.empty()) {
@@ -352,6 +526,9 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
     for (auto& c : children) {
       fds.push_back({c.eof ? -1 : c.out, POLLIN, 0});
       next = std::min(next, c.deadline);
+      // Waiting for the zygote's exit report: it is looked at often (a
+      // stopped zygote sends nothing).
+      if (c.zygote && (c.eof || c.killed)) next = std::min(next, now + std::chrono::milliseconds(kExitCheckMs));
     }
     const bool watch_zygote = zs.client && zs.client->alive();
     if (watch_zygote) fds.push_back({zs.client->fd(), POLLIN, 0});
@@ -360,15 +537,32 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
     const int n = ::poll(fds.data(), fds.size(), wait_ms);
     if (n < 0 && errno != EINTR) break;
     now = Clock::now();
-    // Exit reports of the zygote's children.
-    bool zygote_gone = false;
+    // Exit reports of the zygote's children; also whether the zygote is lost.
     if (zs.client) {
       for (const auto& e : zs.client->TakeExits()) {
         for (auto& c : children) {
-          if (c.zygote && c.pid == e.pid) c.status = e.status;
+          if (c.zygote && c.pid == e.pid && c.generation == zs.starts && !c.status) {
+            c.status = e.status;
+            if (!c.eof) c.deadline = now + grace;  // what it wrote is read to its end, for a little while
+          }
         }
       }
-      zygote_gone = !zs.client->alive();
+    }
+    for (auto& c : children) {
+      if (!c.zygote || c.status || c.orphaned) continue;
+      std::pair<std::string, int> how;
+      if (c.generation == zs.starts && zs.client && zs.client->alive()) continue;
+      if (c.generation == zs.starts && zs.client) {
+        how = {zs.client->gone_reason(), zs.client->end_status()};
+      } else if (auto it = zs.lost.find(c.generation); it != zs.lost.end()) {
+        how = it->second;
+      }
+      // Its zygote is lost (PR_SET_PDEATHSIG ends it, if that did not): what
+      // it wrote is read to its end, for a little while, then it is judged.
+      c.orphaned = true;
+      c.lost = how.first;
+      c.lost_status = how.second;
+      c.deadline = now + grace;
     }
     std::vector<std::size_t> ended;
     for (std::size_t k = 0; k < children.size(); ++k) {
@@ -382,63 +576,124 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
           c.eof = true;
         }
         std::size_t pos;
-        while (!c.answered && (pos = c.buf.find('\n')) != std::string::npos) {
+        while ((pos = c.buf.find('\n')) != std::string::npos) {
           const std::string line = c.buf.substr(0, pos);
           c.buf.erase(0, pos + 1);
           json j = json::parse(line, nullptr, false);
           if (!j.is_object()) continue;
-          const std::size_t i = c.index;
           if (j.contains("begin") && j["begin"].is_string()) {
+            // The next plugin of its batch, once the one before has its record.
             const auto begun = ParsePathText(j["begin"].get_ref<const std::string&>());
-            if (begun && *begun == paths[i] && !c.started) {
-              c.started = true;
-              c.deadline = now + limit;
+            if (begun && c.begun == c.answered && c.begun < c.batch.size() && *begun == paths[c.batch[c.begun]]) {
+              ++c.begun;
+              if (!c.killed && !c.orphaned) c.deadline = now + limit;
             }
-          } else if (c.started) {
+          } else if (c.begun > c.answered) {
             // Only the plugin being scanned can be answered for; a record
             // naming another path, or none, is malformed.
-            c.answered = true;
+            const std::size_t i = c.batch[c.answered];
             std::string problem;
-            std::optional<PluginRecord> r = plugin::FromJson(j, &problem);
-            if (r && r->path != paths[i]) problem = "it names another path", r.reset();
-            if (r) {
-              finish(i, std::move(*r));
-            } else {
-              fail(i, PluginStatus::kError, "the scanner sent a malformed record for " + paths[i] + ": " + problem);
+            std::optional<PluginRecord> rec = plugin::FromJson(j, &problem);
+            if (rec && rec->path != paths[i]) problem = "it names another path", rec.reset();
+            c.records.push_back(std::move(rec));
+            c.problems.push_back(std::move(problem));
+            ++c.answered;
+            // The next "begin", or the end, comes within the time limit.
+            if (!c.killed && !c.orphaned) {
+              c.deadline = now + limit;
+              if (c.answered == c.batch.size()) feed(c);
             }
           }
         }
       }
-      if (c.answered) {
-        // Its plugin has its record: the child is ending (it _exits); the
-        // zygote reaps its own, ours is reaped here.
-        if (!c.zygote) reap_spawned(c.pid);
-        ended.push_back(k);
+      if (!c.zygote) {
+        // Our own child (one plugin): its record is its verdict; we reap it.
+        const std::size_t i = c.batch[0];
+        if (c.answered > 0) {
+          // Its guard (ge-plugin-scan's first process, the plugin's parent)
+          // ends as the scanner did: a signal or a stop after the record is
+          // the plugin's doing (it killed or stopped its scanner or that parent).
+          const int st = reap_spawned(c.pid);
+          if (WIFSTOPPED(st) || WIFSIGNALED(st)) {
+            const int sig = WIFSTOPPED(st) ? WSTOPSIG(st) : WTERMSIG(st);
+            fail(i, PluginStatus::kCrashed,
+                 std::string(WIFSTOPPED(st) ? "stopped" : "killed") + " its scanner's parent process or the scanner (" +
+                     plugin::SignalName(sig) + ") while being scanned: " + paths[i],
+                 [&](PluginRecord& r) { r.signal = sig; });
+          } else {
+            answer(c, 0);
+          }
+          ended.push_back(k);
+        } else if (now >= c.deadline) {
+          kill_child(c);
+          if (c.begun > 0) {
+            verdict(i, true, /*hung=*/true, 0);
+          } else {
+            fail(i, PluginStatus::kError, "the scanner failed to start (no answer)");
+          }
+          ended.push_back(k);
+        } else if (c.eof) {
+          verdict(i, c.begun > 0, /*hung=*/false, reap_spawned(c.pid));
+          ended.push_back(k);
+        }
+        continue;
+      }
+      // A zygote's child. Its records (and its end) are final once the
+      // zygote reports its exit: a plugin that killed or stopped the zygote
+      // may still have sent a record, and is blamed only by the loss below.
+      if (c.status) {
+        if (c.eof || now >= c.deadline) {
+          settle(c);
+          ended.push_back(k);
+        }
+        continue;
+      }
+      if (c.orphaned) {
+        if (c.eof || now >= c.deadline) {
+          orphan(c);
+          ended.push_back(k);
+        }
+        continue;
+      }
+      if (c.killed) {
+        // Asked the zygote to kill it; a zygote that reports nothing within
+        // kAnsweredGraceMs is lost (stopped answering): judged next round.
+        if (now >= c.deadline && zs.client && zs.client->alive()) {
+          zs.client->Abandon("the zygote (pid " + std::to_string(zs.client->pid()) +
+                             ") did not report the end of a child it was asked to kill; killed");
+        }
+        continue;
+      }
+      if (c.eof) {
+        // Ending (it _exits after its last record): the zygote reports it
+        // soon. One still there after kAnsweredGraceMs (plugin code that
+        // closed the channel, then slept) is killed.
+        if (!c.waiting) {
+          c.waiting = true;
+          c.deadline = now + grace;
+        } else if (now >= c.deadline) {
+          Logger("registry")->warn("a scanner child (pid {}) closed its channel but did not exit within {} ms; killed",
+                                   c.pid, kAnsweredGraceMs);
+          kill_child(c);
+          c.killed = true;
+          c.deadline = now + grace;
+        }
         continue;
       }
       if (now >= c.deadline) {
-        kill_child(c);
-        if (c.started) {
-          verdict(c, /*hung=*/true, 0);
-        } else {
-          fail(c.index, PluginStatus::kError, "the scanner failed to start (no answer)");
+        if (c.begun > c.answered) {
+          c.judged = c.answered;  // the plugin it is loading passed the time limit
+          verdict(c.batch[c.answered], true, /*hung=*/true, 0);
+        } else if (c.begun == 0) {
+          c.judged = 0;
+          fail(c.batch[0], PluginStatus::kError, "the scanner failed to start (no answer)");
         }
-        ended.push_back(k);
-        continue;
+        // (else: no "begin" after a record in time, only the scanner's own
+        // code between plugins: nobody is blamed, the rest go back.)
+        kill_child(c);
+        c.killed = true;
+        c.deadline = now + grace;
       }
-      if (!c.eof) continue;
-      // Its channel closed without a record: the exit status decides.
-      if (!c.zygote) {
-        c.status = reap_spawned(c.pid);
-      } else if (!c.status) {
-        if (!zygote_gone) continue;  // the zygote reports it soon
-        // The zygote died (its children with it): scanned again by the next one.
-        todo.push_front(c.index);
-        ended.push_back(k);
-        continue;
-      }
-      verdict(c, /*hung=*/false, *c.status);
-      ended.push_back(k);
     }
     for (auto it = ended.rbegin(); it != ended.rend(); ++it) {
       ::close(children[*it].out);

@@ -55,7 +55,7 @@ class ScanZygote {
 struct ScanOptions {
   std::string scanner;                      // ge-plugin-scan executable; empty: DefaultScanner()
   double timeout_s = kDefaultScanTimeoutS;  // per plugin
-  int jobs = 2;                             // scanner children (one plugin each) in parallel
+  int jobs = 2;                             // scanner children in parallel
   std::string log_level;                    // passed to the children
   bool quiet_children = false;              // children's stderr to /dev/null
   bool allow_insecure = false;              // passed to the children (--allow-insecure)
@@ -68,7 +68,8 @@ struct ScanOptions {
   std::function<void(std::size_t done, std::size_t total)> progress;
   // Called with each plugin's final record as soon as it is known (index
   // into the scanned paths), on the scanning thread; results appear as each
-  // plugin finishes, not when the slowest one does.
+  // scanner child ends (its records are final once its exit is reported),
+  // not when the slowest plugin does.
   std::function<void(std::size_t index, const plugin::PluginRecord& record)> on_record;
   // Called at least every kScanTickMs while a scan runs, on the scanning thread.
   std::function<void()> tick;
@@ -78,12 +79,17 @@ struct ScanOptions {
 };
 inline constexpr int kScanTickMs = 100;
 
-// Scans `paths` (plugin paths as discovery gives them) out of process, each
-// in a scanner child of its own, up to `jobs` at a time (a slow plugin holds
-// up no other); returns one record per path, in the same order. A child that
-// crashes, hangs or exits marks only its plugin ("crashed" with the signal,
-// "hung", "exited" with the code); a malformed answer is an "error" naming
-// the field. Blocks until every path has a record.
+// Scans `paths` (plugin paths as discovery gives them) out of process, in
+// scanner children forked from the zygote, up to `jobs` at a time; a child
+// scans up to 16 sub-interpreter plugins in sequence (sent one after each
+// record), a plugin of another isolation alone (share/docs/registry.md,
+// "Processes: the zygote"); returns
+// one record per path, in the same order. A child that crashes, hangs or
+// exits marks only the plugin it was loading ("crashed" with the signal,
+// "hung", "exited" with the code; the rest of its batch goes to a fresh
+// child); a plugin that kills or stops the zygote is found by scanning the
+// suspects alone; a malformed answer is an "error" naming the field. Blocks
+// until every path has a record.
 std::vector<plugin::PluginRecord> ScanPlugins(const std::vector<std::string>& paths, const ScanOptions& opts);
 
 // Whether an op library's record says it registers its prototypes (status

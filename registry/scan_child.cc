@@ -12,10 +12,11 @@
 // that plugin output cannot forge result lines by printing.
 //
 // `ge-plugin-scan --zygote`: the registry's zygote (ge/host/zygote.h) on
-// descriptor 3: CPython and `ge` initialized once, then one forked child per
-// plugin, role "scan" (RunScan below: the same lines on the request's
-// channel). It lives in this binary because the scan role and the Python host
-// are already linked here (one libexec program to find and install); the
+// descriptor 3: CPython and `ge` initialized once, then forked children,
+// role "scan", each scanning up to 16 plugins in sequence (RunScan below: the
+// same lines on the request's channel, the next paths from it). It lives
+// in this binary because the scan role and the Python host are already
+// linked here (one libexec program to find and install); the
 // engine's "worker" role (ge::host::RunWorker, in ge_host) is one more line
 // in kRoles; the engine starts its zygote with `--python-dir DIR`, its own ge
 // package, so that its workers' Python is the engine's.
@@ -24,6 +25,10 @@
 // share/docs/registry.md, "Statuses").
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -220,6 +225,7 @@ struct ScanConfig {
   std::vector<std::pair<std::string, std::string>> failed_libraries;  // ScanOptions::failed_libraries
   std::vector<std::string> paths;  // after "--" (zygote requests); stdin otherwise
   bool zygote = false;
+  bool more_on_channel = false;  // --more-on-channel: further paths come on the (zygote role's) channel
   std::string python_dir;  // --python-dir (the zygote's ge package; empty: HostOptions::python_dir's rules)
 };
 
@@ -234,6 +240,7 @@ ScanConfig ParseArgs(const std::vector<std::string>& args) {
     if (a == "--log-level" && i + 1 < args.size()) c.log_level = args[++i];
     if (a == "--allow-insecure") c.allow_insecure = true;
     if (a == "--zygote") c.zygote = true;
+    if (a == "--more-on-channel") c.more_on_channel = true;
     if (a == "--python-dir" && i + 1 < args.size()) c.python_dir = args[++i];
     if (a == "--prototype-library" && i + 1 < args.size()) c.prototype_libraries.push_back(args[++i]);
     if (a == "--failed-library" && i + 2 < args.size()) {
@@ -245,9 +252,12 @@ ScanConfig ParseArgs(const std::vector<std::string>& args) {
 }
 
 // Loads one plugin with a fresh host and registry and returns its record.
-// `unload`: end the plugin before returning (a scanner that loads more plugins after it).
+// `unload`: end the plugin before returning (the plain scanner, which loads
+// more plugins after it); else it stays loaded until the process _exits.
+// `*left_threads` (if given): whether the plugin left any new thread running.
 ge::plugin::PluginRecord ScanOne(const std::string& path, const std::string& absolute_path, const ScanConfig& cfg,
-                                 bool unload) {
+                                 bool unload, bool* left_threads = nullptr) {
+  if (left_threads) *left_threads = false;
   ge::plugin::PluginRecord r;
   try {
     // The engine's built-in ops are there too, so that a plugin redefining
@@ -268,6 +278,9 @@ ge::plugin::PluginRecord ScanOne(const std::string& path, const std::string& abs
     }
     for (auto& op : r.ops) {
       if (auto reg = registry->Find(op.op_type)) op.prototype = SchemaJson(*reg->schema);
+    }
+    if (left_threads) {
+      for (long tid : Tasks()) *left_threads = *left_threads || !before.count(tid);
     }
     double window_s = 0;
     const std::string busy = BusyThread(before, &window_s);
@@ -309,23 +322,79 @@ void Emit(FILE* res, const json& j) {
   std::fflush(res);
 }
 
-// The zygote's "scan" role: loads the plugins after "--" in args (one, as the
-// registry asks) and writes the scanner's lines on `channel_fd`.
+// The next path the registry gives on the channel (a socket), ending with a
+// NUL byte; false at its end (it has no more for this child).
+bool NextPathOnChannel(int channel_fd, std::string* path) {
+  path->clear();
+  for (;;) {
+    char ch;
+    const ssize_t n = ::read(channel_fd, &ch, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n != 1) return false;
+    if (ch == '\0') return true;
+    path->push_back(ch);
+  }
+}
+
+// The zygote's "scan" role: loads the plugins after "--" in args, then (with
+// `--more-on-channel`) each path the registry sends on the channel after a
+// record, in order, and writes the scanner's lines on `channel_fd`:
+// {"begin": PATH} before loading a plugin, its record after. Every plugin
+// stays loaded (nothing of it runs between plugins: no unloading, no
+// atexit; the process _exits), as the engine keeps them. The child stops early, leaving the rest unbegun for
+// the registry to give to a fresh child (share/docs/registry.md, "Processes:
+// the zygote"):
+// - after a plugin that left any new thread (busy or idle): no later plugin
+//   shares a process with a thread of another;
+// - after a plugin whose isolation is not "subinterpreter" (main, process, an
+//   op library), and before one that is not, unless it comes first: such a
+//   plugin is loaded only into a fresh child, before any sub-interpreter
+//   exists (numpy and the like need that; share/docs/host-design.md), and
+//   nothing is loaded after it.
 int RunScan(int channel_fd, const std::vector<std::string>& args) {
   if (channel_fd < 0) {
     std::fprintf(stderr, "ge-plugin-scan: the scan role needs a channel descriptor\n");
     return 3;
   }
   ::dup2(STDERR_FILENO, STDOUT_FILENO);  // plugin prints cannot reach the results (nor the client's stdout)
+  // A process group of its own: a plugin signalling its group (os.killpg(0,
+  // SIGKILL)) hits only its own scanner child, never the zygote nor the tool
+  // that lists (share/docs/registry.md, "Processes: the zygote").
+  ::setpgid(0, 0);
   FILE* res = ::fdopen(channel_fd, "w");
   if (res == nullptr) return 3;
   const ScanConfig cfg = ParseArgs(args);
   if (auto lvl = ge::ParseLogLevel(cfg.log_level)) ge::SetLogLevel(*lvl);
-  for (std::size_t i = 0; i < cfg.paths.size(); ++i) {
-    const std::string& path = cfg.paths[i];
+  ge::OpRegistry ordering_registry;
+  std::unique_ptr<ge::host::PluginHost> ordering;  // reads isolations; loads nothing
+  std::string path;
+  for (std::size_t i = 0;; ++i) {
+    if (i < cfg.paths.size()) {
+      path = cfg.paths[i];
+    } else if (!cfg.more_on_channel || !NextPathOnChannel(channel_fd, &path)) {
+      break;
+    }
+    // Its declared isolation, read as the load reads it (pyproject.toml with
+    // tomllib, no plugin code); unknown (a bad pyproject.toml: the load
+    // reports it) counts as not "subinterpreter".
+    bool shares = false;
+    try {
+      if (!ordering) {
+        ge::host::HostOptions opts;
+        opts.use_env_opp_path = false;
+        opts.allow_insecure = cfg.allow_insecure;
+        ordering = std::make_unique<ge::host::PluginHost>(opts, ordering_registry);
+      }
+      shares = ordering->DeclaredIsolation(path) == "subinterpreter";
+    } catch (const std::exception&) {
+    }
+    if (i > 0 && !shares) break;
     Emit(res, {{"begin", ge::PathText(path)}});
-    Emit(res, ge::plugin::ToJson(ScanOne(path, path, cfg, /*unload=*/i + 1 < cfg.paths.size()), /*with_detail=*/true));
+    bool left_threads = false;
+    Emit(res, ge::plugin::ToJson(ScanOne(path, path, cfg, /*unload=*/false, &left_threads), /*with_detail=*/true));
+    if (left_threads || !shares) break;
   }
+  (void)ordering.release();  // the process _exits: nothing is torn down
   std::fflush(stderr);
   return 0;
 }
@@ -360,9 +429,37 @@ int Zygote(const std::string& python_dir) {
 
 }  // namespace
 
+// Run plainly (posix_spawn'ed by the tools, one plugin each), the scanner
+// puts a process of its own between its caller and the plugins: it forks, the
+// parent waits and ends as the child ended (its exit code, or the same
+// signal), and the child, which loads the plugins, dies with it
+// (PR_SET_PDEATHSIG). A plugin that kills or stops its parent process
+// (os.kill(os.getppid(), ...)) so hits that guard, never the tool that lists.
+void GuardTheCaller() {
+  const pid_t child = ::fork();
+  if (child < 0) return;  // no guard: scanned unguarded, as before
+  if (child == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() == 1) ::_exit(125);  // the guard is already gone
+    return;
+  }
+  for (int fd = 0; fd < 3; ++fd) ::close(fd);  // the results pipe closes with the child alone
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    const struct rlimit none{0, 0};
+    ::setrlimit(RLIMIT_CORE, &none);  // the child dumped its core already, if any
+    ::signal(WTERMSIG(status), SIG_DFL);
+    ::kill(::getpid(), WTERMSIG(status));
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 125);
+}
+
 int main(int argc, char** argv) {
   const ScanConfig cfg = ParseArgs(std::vector<std::string>(argv + 1, argv + argc));
   if (cfg.zygote) return Zygote(cfg.python_dir);
+  GuardTheCaller();
   // Results on a private, high-numbered duplicate of stdout; fd 1 -> stderr.
   int res_fd = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 200);
   if (res_fd < 0) res_fd = ::dup(STDOUT_FILENO);

@@ -369,7 +369,7 @@ std::unique_ptr<ZygoteClient> ZygoteClient::Start(const std::vector<std::string>
 
 ZygoteClient::~ZygoteClient() {
   if (sock_ >= 0) ::close(sock_);
-  if (pid_ <= 0) return;
+  if (pid_ <= 0 || reaped_) return;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   int status;
   for (;;) {
@@ -389,20 +389,75 @@ void ZygoteClient::Gone(const std::string& why) {
   gone_ = why;
 }
 
+namespace {
+
+// "SIGKILL" (sigabbrev_np, glibc), else the number.
+std::string SignalText(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+}  // namespace
+
+bool ZygoteClient::CheckProcess(int settle_ms) {
+  if (reaped_ || pid_ <= 0) return alive();
+  const std::string who = "the zygote (pid " + std::to_string(pid_) + ")";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(settle_ms);
+  for (;;) {
+    int status = 0;
+    const pid_t w = ::waitpid(pid_, &status, WNOHANG | WUNTRACED);
+    if (w == pid_ && WIFSTOPPED(status)) {
+      // Stopped, it answers nothing and reaps nothing: given up for good
+      // (SIGKILL ends a stopped process too).
+      ::kill(pid_, SIGKILL);
+      int ignored;
+      while (::waitpid(pid_, &ignored, 0) < 0 && errno == EINTR) {
+      }
+      reaped_ = true;
+      end_status_ = status;
+      Gone(who + " was stopped by " + SignalText(WSTOPSIG(status)) + "; killed");
+      return false;
+    }
+    if (w == pid_) {
+      reaped_ = true;
+      end_status_ = status;
+      Gone(who + (WIFSIGNALED(status) ? " was killed by " + SignalText(WTERMSIG(status))
+                                      : " exited with code " + std::to_string(WEXITSTATUS(status))));
+      return false;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 || std::chrono::steady_clock::now() >= until) return alive();
+    ::usleep(2000);
+  }
+}
+
+void ZygoteClient::Abandon(const std::string& why) {
+  if (pid_ > 0 && !reaped_) {
+    ::kill(pid_, SIGKILL);
+    int status;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+    end_status_ = status;
+  }
+  Gone(why);
+}
+
 bool ZygoteClient::ReadOne(bool block, std::string* text) {
-  if (!alive()) return false;
+  if (sock_ < 0) return false;  // a gone zygote's last datagrams are still read
   const int r = ReceiveMessage(sock_, text, nullptr, !block);
   if (r == 1) return true;
-  if (r == 0) {
-    Gone("the zygote (pid " + std::to_string(pid_) + ") closed its socket");
-  } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-    Gone("the zygote's socket failed: " + std::string(std::strerror(errno)));
+  if (alive_ && (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))) {
+    const std::string failed = r == 0 ? "the zygote (pid " + std::to_string(pid_) + ") closed its socket"
+                                      : "the zygote's socket failed: " + std::string(std::strerror(errno));
+    // How it ended, when it did (its socket closes just before it can be reaped).
+    if (CheckProcess(/*settle_ms=*/200)) Gone(failed);
   }
   return false;
 }
 
 pid_t ZygoteClient::Fork(const std::string& role, const std::vector<std::string>& args, const ZygoteFds& fds,
-                         std::string* why) {
+                         std::string* why, double answer_timeout_s) {
   if (!alive()) {
     *why = gone_;
     return -1;
@@ -423,9 +478,33 @@ pid_t ZygoteClient::Fork(const std::string& role, const std::vector<std::string>
     *why = gone_;
     return -1;
   }
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<long>(answer_timeout_s * 1000));
   for (;;) {
+    // Waited for in slices: a zygote stopped (or killed) meanwhile never answers.
+    pollfd p{sock_, POLLIN, 0};
+    const int n = ::poll(&p, 1, 50);
+    if (n < 0 && errno != EINTR) {
+      Gone("cannot wait for the zygote's answer: " + std::string(std::strerror(errno)));
+      *why = gone_;
+      return -1;
+    }
+    if (n <= 0) {
+      if (!CheckProcess()) {
+        *why = gone_;
+        return -1;
+      }
+      if (std::chrono::steady_clock::now() >= until) {
+        Abandon("the zygote (pid " + std::to_string(pid_) + ") did not answer a fork request within " +
+                std::to_string(static_cast<int>(answer_timeout_s)) + " s; killed");
+        *why = gone_;
+        return -1;
+      }
+      continue;
+    }
     std::string text;
-    if (!ReadOne(/*block=*/true, &text)) {
+    if (!ReadOne(/*block=*/false, &text)) {
+      if (alive()) continue;
       *why = gone_.empty() ? "no answer from the zygote" : gone_;
       return -1;
     }
@@ -452,6 +531,7 @@ bool ZygoteClient::Kill(pid_t pid, int sig) {
 }
 
 std::vector<ZygoteExit> ZygoteClient::TakeExits() {
+  CheckProcess();  // first: what it sent before it ended is read below
   std::string text;
   while (ReadOne(/*block=*/false, &text)) {
     json j = json::parse(text, nullptr, false);

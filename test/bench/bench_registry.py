@@ -171,7 +171,7 @@ def cold_figures(a, ls, env, work, peer_missing):
     env["GE_PLUGIN_REGISTRY_CACHE"] = os.path.join(work, "cache.json")
     dt, out = run([ls, "--opp-path", opp, "--json", "--no-daemon"], env)
     c2 = children_cpu()
-    # One zygote, one forked scanner child per plugin (share/docs/registry.md, "Processes").
+    # One zygote; forked scanner children, up to 16 plugins each (share/docs/registry.md, "Processes").
     cold_cpu_ms = ((c2 - c1) - (c1 - c0)) * 1000 / a.plugins
     j = json.loads(out)
     assert j["source"] == "scan" and len(j["plugins"]) == a.plugins, j["source"]

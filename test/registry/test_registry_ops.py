@@ -333,7 +333,8 @@ def test_hanging_plugin_does_not_hide_the_others(opp, tmp_path, daemon_factory):
 
 def test_listing_scan_hands_queued_plugins_past_a_hanging_one(opp, tmp_path):
     """ge-plugin-ls scanning itself: the plugins queued behind a hanging one
-    are scanned in the other scanner slot (one child per plugin); each plugin
+    are scanned in the other scanner slot (a child gets its next plugin only
+    after its record); each plugin
     still gets its own verdict (the hanging one "hung", the others "ok";
     killing the hanging plugin's child marks nothing else)."""
     make_plugin(opp, "a_hang", "OpsHang2", body=HANG)

@@ -191,3 +191,159 @@ def test_the_zygote_refuses_a_bad_role_and_bad_requests_with_clear_errors(tmp_pa
         assert ex == {"exit": reply["pid"], "status": 0}
     finally:
         assert z.close() == 0
+
+
+# Plugins that attack the processes around their scan. Each is marked, its
+# neighbours are ok, and the listing ends normally with its cache written.
+KILLER = "import os\nos.kill(os.getppid(), 9)\n"
+ATTACKERS = {
+    # name: (code run at import, the reason's words under the zygote)
+    "kill_parent": (KILLER, "killed its parent process, the scanner's zygote (SIGKILL), while being scanned"),
+    "term_parent": ("import os, signal\nos.kill(os.getppid(), signal.SIGTERM)\n",
+                    "killed its parent process, the scanner's zygote (SIGTERM), while being scanned"),
+    "stop_parent": ("import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n",
+                    "stopped its parent process, the scanner's zygote (SIGSTOP), while being scanned"),
+    # Its scanner child has a process group of its own: only it is killed.
+    "kill_group": ("import os\nos.killpg(0, 9)\n", "the scanner crashed with SIGKILL while loading"),
+}
+
+
+def scan_in_own_session(opp, tmp_path, env=None, extra=()):
+    """ge-plugin-ls in a session (and process group) of its own: a plugin
+    signalling its group can never reach this test's process."""
+    cache = tmp_path / "cache.json"
+    e = dict(os.environ)
+    e.update(env_for(tmp_path))
+    e.update(env or {})
+    p = subprocess.run([os.path.join(BIN, "ge-plugin-ls"), "--no-daemon", "--json", "--opp-path", str(opp), "--cache",
+                        str(cache), *extra], capture_output=True, text=True, env=e, timeout=120, start_new_session=True)
+    assert p.returncode in (0, 1), (p.returncode, p.stderr)
+    records = {r["name"]: r for r in json.loads(cache.read_text())["plugins"]}
+    return statuses(json.loads(p.stdout)["plugins"]), records, cache
+
+
+@pytest.mark.parametrize("kind", sorted(ATTACKERS))
+def test_a_plugin_attacking_its_parent_or_group_is_marked_and_the_listing_goes_on(opp, tmp_path, kind):
+    """The reported case (kill_parent): b_killer killed the process that forked
+    its scanner (the zygote) at import; it killed the zygote twice, then the
+    fallback spawned scanners from ge-plugin-ls itself, which it killed too
+    (exit 137, no cache). Now only it is marked, also when it signals its
+    process group or terminates or stops its parent."""
+    code, reason = ATTACKERS[kind]
+    make_plugin(opp, "a_ok", "KzA")
+    make_main_package(opp, "b_killer", "KzB", code)
+    make_plugin(opp, "c_ok", "KzC")
+    make_plugin(opp, "d_ok", "KzD")
+    st, rec, cache = scan_in_own_session(opp, tmp_path)
+    assert st == {"a_ok": "ok", "b_killer": "crashed", "c_ok": "ok", "d_ok": "ok"}
+    assert reason in rec["b_killer"]["error"]
+    assert str(opp / "b_killer") in rec["b_killer"]["error"]
+    # The next listing uses the cache: nothing is scanned (no zygote killed).
+    before = cache.stat().st_mtime_ns
+    st2, _, _ = scan_in_own_session(opp, tmp_path)
+    assert st2 == st
+    assert cache.stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize("kind", sorted(ATTACKERS))
+def test_without_the_zygote_an_attacking_plugin_hits_only_its_scanner(opp, tmp_path, kind):
+    """GE_PLUGIN_SCAN_ZYGOTE=0: one spawned ge-plugin-scan per plugin, whose
+    first process (the plugin's parent) guards ge-plugin-ls."""
+    code, _ = ATTACKERS[kind]
+    make_plugin(opp, "a_ok", "KsA")
+    make_main_package(opp, "b_killer", "KsB", code)
+    make_plugin(opp, "c_ok", "KsC")
+    st, rec, _ = scan_in_own_session(opp, tmp_path, env={"GE_PLUGIN_SCAN_ZYGOTE": "0"})
+    assert st == {"a_ok": "ok", "b_killer": "crashed", "c_ok": "ok"}
+    assert str(opp / "b_killer") in rec["b_killer"]["error"]
+    sig = {"kill_parent": "SIGKILL", "term_parent": "SIGTERM", "stop_parent": "SIGSTOP", "kill_group": "SIGKILL"}[kind]
+    assert rec["b_killer"]["signal_name"] == sig
+
+
+def test_the_daemon_marks_a_plugin_killing_its_zygote_and_keeps_serving(opp, tmp_path, daemon_factory):
+    make_plugin(opp, "a_ok", "KzDA")
+    make_main_package(opp, "b_killer", "KzDB", KILLER)
+    make_plugin(opp, "c_ok", "KzDC")
+    d = daemon_factory(opp).start()
+    c = Client(d.socket)
+    want = {"a_ok": "ok", "b_killer": "crashed", "c_ok": "ok"}
+    assert wait_for(lambda: statuses(c.request({"cmd": "list"})["plugins"]) == want, 60), d.read_log()
+    rec = {r["name"]: r for r in c.request({"cmd": "list"})["plugins"]}
+    assert ATTACKERS["kill_parent"][1] in rec["b_killer"]["error"]
+    assert d.proc.poll() is None
+    assert "spawning one ge-plugin-scan" not in d.read_log()
+
+
+# ---- one zygote child scans several plugins in sequence -------------------------------------
+
+# What a sub-interpreter plugin does at import (a single .py file, the default
+# isolation) and the status it gets.
+IN_BATCH = {
+    "abort": ("import os\nos.abort()\n", "crashed"),
+    "segv": ("import ctypes\nctypes.string_at(0)\n", "crashed"),
+    "exit": ("import os\nos._exit(7)\n", "exited"),
+    "hang": ("while True:\n    pass\n", "hung"),
+    "spin_thread": (SPIN, "hung"),
+    "idle_thread": (IDLE, "ok"),
+    "kill_parent": (KILLER, "crashed"),
+    "stop_parent": (ATTACKERS["stop_parent"][0], "crashed"),
+}
+
+
+def pid_logger(log, name):
+    """Code that appends "PID NAME" to `log` at import (which process scanned it)."""
+    return f"import os\nwith open({str(log)!r}, 'a') as _f:\n    _f.write(str(os.getpid()) + ' {name}\\n')\n"
+
+
+def scanned_by(log):
+    """Plugin name -> the pid of the scanner child that imported it (the last one)."""
+    out = {}
+    for line in log.read_text().splitlines():
+        pid, name = line.split()
+        out[name] = int(pid)
+    return out
+
+
+@pytest.mark.parametrize("kind", sorted(IN_BATCH))
+def test_a_culprit_among_plugins_sharing_a_scanner_child_is_the_only_one_marked(opp, tmp_path, kind):
+    """Sub-interpreter plugins are scanned several to a child (one fork for
+    many); blame stays exact: the plugin in flight when the child crashes,
+    exits or hangs, or when the zygote is lost, is the one marked, and the
+    others (before and after it in the same child) are ok."""
+    body, verdict = IN_BATCH[kind]
+    log = tmp_path / "pids.log"
+    names = [f"p{k:02d}" for k in range(10)]
+    culprit = "p04"
+    for k, name in enumerate(names):
+        pre = pid_logger(log, name) + (body if name == culprit else "")
+        make_plugin(opp, name, f"BatchOp{k}", pre=pre)
+    st, rec, _ = scan_in_own_session(opp, tmp_path, extra=("--timeout", "3"))
+    want = {n: "ok" for n in names}
+    want[culprit] = verdict
+    assert st == want, {n: rec[n].get("error") for n in names if st[n] != want[n]}
+    pids = scanned_by(log)
+    # Several plugins did share a child (else this test would prove nothing).
+    assert len(set(pids.values())) < len(names), pids
+    if kind == "spin_thread":
+        assert rec[culprit]["error_kind"] == "busy_thread"
+    if kind == "idle_thread":
+        # A plugin that leaves any thread ends its child: no later plugin shares its process.
+        later = names[names.index(culprit) + 1:]
+        assert all(pids[n] != pids[culprit] for n in later), pids
+
+
+def test_a_main_interpreter_plugin_is_never_loaded_after_a_sub_interpreter(opp, tmp_path):
+    """A plugin with isolation "main" is loaded only first in a fresh child,
+    before any sub-interpreter exists there (as in the engine, which loads
+    main-interpreter plugins first), even when it comes after sub-interpreter
+    plugins in path order."""
+    for k in range(4):
+        make_plugin(opp, f"a{k}", f"BeforeMainOp{k}")
+    make_main_package(opp, "m_main", "MainAfterOp",
+                      "import _xxsubinterpreters as _si\n"
+                      "assert len(_si.list_all()) == 1, f'sub-interpreters exist: {_si.list_all()}'\n")
+    for k in range(4):
+        make_plugin(opp, f"z{k}", f"AfterMainOp{k}")
+    st, rec, _ = scan_in_own_session(opp, tmp_path)
+    assert st == {**{f"a{k}": "ok" for k in range(4)}, "m_main": "ok", **{f"z{k}": "ok" for k in range(4)}}, \
+        rec["m_main"].get("error")

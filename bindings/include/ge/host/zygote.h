@@ -103,19 +103,35 @@ class ZygoteClient {
   // Asks for a child running `role` with `args` and `fds`; returns its pid,
   // or -1 with `*why` (the zygote's error, e.g. "unknown role 'x'; supported:
   // scan", or that the zygote is gone: then alive() is false). Blocks until
-  // the zygote answers. Exit reports read meanwhile are kept for TakeExits.
-  pid_t Fork(const std::string& role, const std::vector<std::string>& args, const ZygoteFds& fds, std::string* why);
+  // the zygote answers, at most `answer_timeout_s` seconds: a zygote that
+  // does not answer by then, or that is found stopped (SIGSTOP, SIGTSTP) or
+  // dead meanwhile, is killed and gone. Exit reports read meanwhile are kept
+  // for TakeExits.
+  pid_t Fork(const std::string& role, const std::vector<std::string>& args, const ZygoteFds& fds, std::string* why,
+             double answer_timeout_s = 10.0);
   // Asks the zygote to send `sig` to its child `pid` (ignored once reaped).
   // False when the zygote is gone.
   bool Kill(pid_t pid, int sig);
   // Readable when the zygote has sent something (poll it with POLLIN).
   int fd() const noexcept { return sock_; }
   // Reads what has arrived, without blocking, and returns the exit reports
-  // so far (each once). After it, alive() says whether the zygote is still there.
+  // so far (each once). It also looks at the zygote process (waitpid
+  // WNOHANG|WUNTRACED: it is this process's child): one that ended is gone,
+  // one found stopped is killed (SIGKILL) and gone, since it could serve no
+  // request again. After it, alive() says whether the zygote is still there.
   std::vector<ZygoteExit> TakeExits();
+  // Gives the zygote up: kills it (SIGKILL; its children die with it,
+  // PR_SET_PDEATHSIG), reaps it and makes it gone with `why`. For a zygote
+  // that stopped answering (an exit report that never comes).
+  void Abandon(const std::string& why);
   bool alive() const noexcept { return sock_ >= 0 && alive_; }
-  // Why the zygote is gone ("" while alive).
+  // Why the zygote is gone ("" while alive), e.g. "the zygote (pid P) was
+  // killed by SIGKILL".
   const std::string& gone_reason() const noexcept { return gone_; }
+  // The zygote's waitpid status once this client reaped it (WIFSIGNALED,
+  // WIFEXITED; WIFSTOPPED for one found stopped, which was then killed);
+  // -1 while alive or when unknown.
+  int end_status() const noexcept { return end_status_; }
   pid_t pid() const noexcept { return pid_; }
 
  private:
@@ -123,7 +139,12 @@ class ZygoteClient {
   // Reads one datagram (blocking or not); false when none (or the zygote is gone).
   bool ReadOne(bool block, std::string* text);
   void Gone(const std::string& why);
+  // Looks at the zygote process without blocking (up to `settle_ms` for one
+  // whose socket closed, to learn how it ended); false once it is gone.
+  bool CheckProcess(int settle_ms = 0);
   int sock_ = -1;
+  bool reaped_ = false;
+  int end_status_ = -1;
   pid_t pid_ = -1;
   bool alive_ = true;
   std::string gone_;
