@@ -105,9 +105,8 @@ def test_string_annotations_are_light():
     _run(code)
 
 
-def test_light_in_a_sub_interpreter():
-    # The host's situation: each plugin in its own sub-interpreter.
-    inner = PRELUDE + TYPICAL_PLUGIN + CHECK
+def _run_in_a_sub_interpreter(inner):
+    """Runs `inner` in a fresh sub-interpreter of a fresh process (the host's situation)."""
     code = textwrap.dedent("""
         import sys
         import _xxsubinterpreters as si
@@ -119,6 +118,12 @@ def test_light_in_a_sub_interpreter():
         print("ok")
     """) % (_env()["PYTHONPATH"].split(os.pathsep), inner)
     assert _run(code).strip().endswith("ok")
+
+
+def test_light_in_a_sub_interpreter():
+    # The host's situation: each plugin in its own sub-interpreter.
+    inner = PRELUDE + TYPICAL_PLUGIN + CHECK
+    _run_in_a_sub_interpreter(inner)
 
 
 def test_records_still_behave_like_frozen_dataclasses_when_asked():
@@ -261,17 +266,7 @@ def test_plugin_without_typing_does_not_import_typing():
 
 def test_plugin_without_typing_in_a_sub_interpreter():
     inner = NO_TYPING_PRELUDE + NO_TYPING_PLUGIN + NO_TYPING_CHECK
-    code = textwrap.dedent("""
-        import sys
-        import _xxsubinterpreters as si
-        interp = si.create()
-        try:
-            si.run_string(interp, "import sys; sys.path[:0] = %r\\n" + %r)
-        finally:
-            si.destroy(interp)
-        print("ok")
-    """) % (_env()["PYTHONPATH"].split(os.pathsep), inner)
-    assert _run(code).strip().endswith("ok")
+    _run_in_a_sub_interpreter(inner)
 
 
 def test_typing_imported_after_ge_still_works():
@@ -341,17 +336,7 @@ assert enum.reduce is functools.reduce
 
 def test_enum_without_functools_in_a_sub_interpreter():
     inner = HOST_IMPORTS + NO_TYPING_PLUGIN + NO_FUNCTOOLS_CHECK
-    code = textwrap.dedent("""
-        import sys
-        import _xxsubinterpreters as si
-        interp = si.create()
-        try:
-            si.run_string(interp, "import sys; sys.path[:0] = %r\\n" + %r)
-        finally:
-            si.destroy(interp)
-        print("ok")
-    """) % (_env()["PYTHONPATH"].split(os.pathsep), inner)
-    assert _run(code).strip().endswith("ok")
+    _run_in_a_sub_interpreter(inner)
 
 
 def test_enum_without_functools_in_a_plain_interpreter():
