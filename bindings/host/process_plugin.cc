@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <new>
 #include <optional>
 #include <poll.h>
@@ -31,7 +32,22 @@ std::string Seconds(double s) {
   return buf;
 }
 
+// " (it was stopped: SIGSTOP or a debugger)" when `pid` is in the stopped
+// or traced state now (/proc/PID/stat), else "".
+std::string StoppedNote(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return {};
+  const auto close = line.rfind(')');  // the command name may hold spaces and parentheses
+  if (close == std::string::npos || close + 2 >= line.size()) return {};
+  const char state = line[close + 2];
+  return state == 'T' || state == 't' ? " (it was stopped: SIGSTOP or a debugger)" : "";
+}
+
 std::string DescribeWait(int st) {
+  if (WIFEXITED(st) && WEXITSTATUS(st) == kWorkerExitChannelLost) {
+    return "ended: it lost its channel to the engine (did the plugin close or replace the worker's descriptors?)";
+  }
   if (WIFSIGNALED(st)) {
     const int sig = WTERMSIG(st);
     const char* name = ::strsignal(sig);
@@ -222,12 +238,22 @@ std::string ProcessPlugin::Reap(bool kill_now) {
   // It closed its end or we closed ours: it is ending; give it a moment, then make sure.
   const double grace_s = std::max(cfg_.join_timeout_s, 0.0) + 2.0;
   if (l.pidfd >= 0) {
+    // A worker told bye ends at once (it runs no atexit handler, joins no
+    // thread); one that has not ended within kByeS is stopped or starved
+    // and is killed, rather than holding its engine's unload for seconds.
+    constexpr int kByeMs = 500;
     pollfd p{l.pidfd, POLLIN, 0};
     int r = 0;
     do {
-      r = ::poll(&p, 1, static_cast<int>(grace_s * 1000));
+      r = ::poll(&p, 1, kByeMs);
     } while (r < 0 && errno == EINTR);
-    if (r > 0) end_group();
+    if (r <= 0) {
+      end_group();
+      launcher_->Kill(w);
+      launcher_->WaitExit(w, DeadlineAfter(kAfterKillS), &lost);
+      return "stopped answering" + StoppedNote(w.pid) + " and was killed";
+    }
+    end_group();
   }
   if (std::optional<int> st = launcher_->WaitExit(w, DeadlineAfter(grace_s), &lost)) {
     if (l.pidfd < 0) end_group();
@@ -367,10 +393,15 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
       continue;
     }
     if (r == wire::Received::kTimeout) {
+      // Why it did not answer, as far as can be told before the kill.
+      std::string why = StoppedNote(cur->pid);
+      if (why.empty() && pg.taken_seq.load(std::memory_order_acquire) != seq) {
+        why = " (it never took the call up: starved of CPU or blocked outside any call)";
+      }
       Reap(/*kill_now=*/true);
       last_failure_ = "the call did not finish within " + Seconds(cfg_.call_timeout_s) +
                       " s (the call timeout: ge-run --call-timeout, HostOptions::call_timeout_s); its worker process "
-                      "(pid " + pid + ") was killed";
+                      "(pid " + pid + ")" + why + " was killed";
     } else if (r == wire::Received::kError && !bad.empty()) {
       Reap(true);
       last_failure_ = "its worker process (pid " + pid + ") sent " + bad + " and was killed";

@@ -429,9 +429,17 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
   constexpr std::chrono::milliseconds kSlice{100};
   page::SpinPolicy spin;
   page::Page& pg = *w.page;
+  // The channel broken under the engine's feet (a plugin closed or replaced
+  // the descriptor): the worker ends with a code saying so.
+  auto channel_lost = [] {
+    std::fflush(nullptr);
+    ::_exit(kWorkerExitChannelLost);
+  };
   auto engine_gone = [&] {
     pollfd p{w.fd, POLLRDHUP, 0};
-    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+    if (::poll(&p, 1, 0) <= 0) return false;
+    if ((p.revents & POLLNVAL) != 0) channel_lost();
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
   };
   for (uint32_t seq = 1;; ++seq) {
     const auto idle = page::Clock::now();
@@ -450,8 +458,10 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
         in_page = w.ExecuteInPage(&reply);
       } else if (kind == page::Kind::kSocket) {
         Json req;
+        why.clear();
         const wire::Received r = wire::Receive(w.fd, wire::Clock::time_point::max(), req, nullptr, &why);
-        if (r == wire::Received::kClosed) break;
+        // Rung, then no frame, or a read that fails without a malformed frame.
+        if (r == wire::Received::kClosed || (r == wire::Received::kError && why.empty())) channel_lost();
         if (r != wire::Received::kOk) {
           std::fprintf(stderr, "ge-plugin-worker: bad request: %s\n", why.c_str());
           return 2;
@@ -467,7 +477,7 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
     // Rung before a frame is written, as the engine does with its requests.
     pg.reply_kind = in_page ? page::Kind::kExecute : page::Kind::kSocket;
     page::Ring(pg.reply_seq, pg.engine_waiting, seq);
-    if (!in_page && !wire::Send(w.fd, reply)) break;
+    if (!in_page && !wire::Send(w.fd, reply)) channel_lost();
   }
   // The engine is gone or done: end without running the plugin's atexit
   // handlers or finalizing the interpreter (a plugin's thread cannot hang

@@ -26,6 +26,11 @@ namespace ge::host {
 // Owns `channel_fd`. Call on the process's main thread, once.
 int RunWorker(int channel_fd, const std::vector<std::string>& args);
 
+// The exit code of a worker whose channel to the engine broke while the
+// engine was still there (a plugin closed or replaced its descriptor): the
+// engine names that instead of a bare exit code.
+inline constexpr int kWorkerExitChannelLost = 121;
+
 // The folder libge_plugin_host.so was loaded from (installed: <libdir>;
 // build tree: build/lib); "" when it cannot be told.
 std::string HostLibraryDir();

@@ -79,18 +79,28 @@ void SharedMapping::Release(void* p, std::size_t n) noexcept {
   }
 }
 
+// managed_external_buffer's allocator is rbtree_best_fit<null_mutex_family>:
+// it takes no lock of its own, so every use of it is under `mu` (only the
+// process that created the arena allocates in it, so a process-local mutex
+// is enough; an interprocess one in the buffer could be left locked by a
+// crashed worker).
 struct SharedArena::Impl {
   bi::managed_external_buffer segment;
+  std::mutex mu;
 };
 
 SharedArena::SharedArena(std::shared_ptr<SharedMapping> mapping)
     : mapping_(std::move(mapping)),
-      impl_(new Impl{bi::managed_external_buffer(bi::create_only, mapping_->base(), mapping_->size())}) {}
+      impl_(new Impl{bi::managed_external_buffer(bi::create_only, mapping_->base(), mapping_->size()), {}}) {}
 
 SharedArena::~SharedArena() = default;
 
 std::shared_ptr<void> SharedArena::Allocate(std::size_t bytes) {
-  void* p = impl_->segment.allocate_aligned(bytes == 0 ? kAlign : bytes, kAlign, std::nothrow);
+  void* p = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    p = impl_->segment.allocate_aligned(bytes == 0 ? kAlign : bytes, kAlign, std::nothrow);
+  }
   if (p == nullptr) return nullptr;
   std::shared_ptr<SharedArena> self = shared_from_this();
   return std::shared_ptr<void>(p, [self, bytes](void* q) { self->Free(q, bytes); });
@@ -98,10 +108,14 @@ std::shared_ptr<void> SharedArena::Allocate(std::size_t bytes) {
 
 void SharedArena::Free(void* p, std::size_t bytes) noexcept {
   if (bytes >= kReleaseAtLeast) mapping_->Release(p, bytes);
+  std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->segment.deallocate(p);
 }
 
-std::size_t SharedArena::FreeBytes() const { return impl_->segment.get_free_memory(); }
+std::size_t SharedArena::FreeBytes() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->segment.get_free_memory();
+}
 
 namespace {
 

@@ -9,8 +9,8 @@
 // addresses its blocks by offset. share/docs/host-design.md, "Process
 // isolation".
 //
-// Thread-safety: Allocate and the deleters may run on any thread at once
-// (the allocator takes its own lock). Lifetime: a mapping stays mapped while
+// Thread-safety: Allocate, FreeBytes and the deleters may run on any thread
+// at once (the arena's mutex serializes the allocator, which has none). Lifetime: a mapping stays mapped while
 // any SharedMapping reference lives; every block an arena hands out holds the
 // arena (and so its mapping) alive.
 #pragma once

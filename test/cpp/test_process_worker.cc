@@ -337,6 +337,63 @@ BOOST_AUTO_TEST_CASE(a_worker_that_forks_then_crashes_is_a_crash_and_its_child_e
   BOOST_CHECK_NE(PidOf(Exec(reg, "ProcFault", {4})), 0);
 }
 
+// Once a process plugin loads, Tensor::Allocate takes from the shared
+// engine arena, whose allocator has no lock of its own: engine threads
+// allocate and free at once (ge/runtime/tensor.h promises it).
+BOOST_AUTO_TEST_CASE(engine_threads_allocate_tensors_at_once_after_a_process_plugin_loads) {
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  LoadFaulty(host);
+  auto churn = [](int seed) {
+    std::vector<Tensor> keep;
+    for (int i = 0; i < 40000; ++i) {
+      Tensor t = Tensor::Allocate(TensorDesc(Shape{1 + (i * 7 + seed) % 97}, DT_FLOAT));
+      t.Data<float>()[0] = static_cast<float>(i);
+      if (i % 5 == 0) keep.push_back(t);
+      if (keep.size() > 64) keep.erase(keep.begin());
+    }
+  };
+  std::thread a(churn, 1), b(churn, 2), c(churn, 3);
+  a.join();
+  b.join();
+  c.join();
+  // The arena is intact: a call still works on memory allocated now.
+  BOOST_CHECK((Floats(*Exec(reg, "ProcFault", {0, 1.5}).y) == std::vector<float>{0, 3}));
+}
+
+// A stopped worker (SIGSTOP, a debugger) neither holds a call past its
+// deadline without saying why, nor the unload for seconds.
+BOOST_AUTO_TEST_CASE(a_stopped_worker_is_named_and_does_not_hold_the_unload) {
+  OpRegistry reg;
+  auto host = std::make_unique<PluginHost>(Opts({}, /*timeout_s=*/1.0), reg);
+  LoadFaulty(*host);
+  const pid_t first = PidOf(Exec(reg, "ProcFault", {4}));
+  BOOST_REQUIRE_EQUAL(::kill(first, SIGSTOP), 0);
+  const Call stalled = Exec(reg, "ProcFault", {4});
+  BOOST_CHECK_NE(stalled.rc, GRAPH_SUCCESS);
+  BOOST_CHECK_MESSAGE(Contains(stalled.status.message(), "did not finish within 1 s"), stalled.status.message());
+  BOOST_CHECK_MESSAGE(Contains(stalled.status.message(), "it was stopped"), stalled.status.message());
+  const pid_t second = PidOf(Exec(reg, "ProcFault", {4}));
+  BOOST_CHECK_NE(second, first);
+  BOOST_REQUIRE_EQUAL(::kill(second, SIGSTOP), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  host.reset();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_CHECK_LT(took, 3.0);  // was 4.4-5 s: a grace for the bye, then another for the exit
+  BOOST_CHECK_NE(::kill(second, 0), 0);  // killed (and reaped)
+}
+
+// A plugin that closes its worker's channel is told apart from a plain exit.
+BOOST_AUTO_TEST_CASE(a_plugin_that_closes_the_workers_channel_is_named_so) {
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  LoadFaulty(host);
+  const Call c = Exec(reg, "ProcFault", {7});
+  BOOST_CHECK_NE(c.rc, GRAPH_SUCCESS);
+  BOOST_CHECK_MESSAGE(Contains(c.status.message(), "lost its channel to the engine"), c.status.message());
+  BOOST_CHECK_NE(PidOf(Exec(reg, "ProcFault", {4})), 0);  // a new worker takes the next call
+}
+
 BOOST_AUTO_TEST_CASE(default_isolation_process_and_call_timeout_are_checked) {
   OpRegistry reg;
   HostOptions o = Opts({kCases + "proc_plain"});

@@ -323,7 +323,11 @@ def test_a_culprit_among_plugins_sharing_a_scanner_child_is_the_only_one_marked(
     assert st == want, {n: rec[n].get("error") for n in names if st[n] != want[n]}
     pids = scanned_by(log)
     # Several plugins did share a child (else this test would prove nothing).
-    assert len(set(pids.values())) < len(names), pids
+    # Not checkable when the culprit attacks the zygote: losing it sends every
+    # plugin a child had begun (records count only once the child has exited)
+    # to a lone rescan, so whether any sharing is left depends on timing.
+    if kind not in ("kill_parent", "stop_parent"):
+        assert len(set(pids.values())) < len(names), pids
     if kind == "spin_thread":
         assert rec[culprit]["error_kind"] == "busy_thread"
     if kind == "idle_thread":

@@ -5,6 +5,7 @@ ProcFault(x) -> y: what execute does is chosen by x[0]:
   4 y = [pid of the process running execute, ...]    5 raises ValueError("bad five")
   6 forks a child that sleeps 1000 s holding everything the worker holds, writes
     its pid to /tmp/ge-proc-faulty-<x[1]>.pid, then SIGSEGV
+  7 closes the worker's channel to the engine (descriptor 3), then raises
 ProcScale(x, *, scale=2.0) -> y = scale * x, with infer_meta (float32 only).
 ProcRef(x) -> x, aliasing its input (make_output_ref_input).
 """
@@ -33,6 +34,9 @@ class Fault:
         if mode == 1:
             os.kill(os.getpid(), 11)
             time.sleep(10)
+        elif mode == 7:
+            os.close(3)
+            raise ValueError("closed the channel")
         elif mode == 2:
             os._exit(3)
         elif mode == 3:
