@@ -16,6 +16,7 @@
 #include "dispatch.h"
 #include "errors.h"
 #include "ge/crash_report.h"
+#include "ge/log.h"
 #include "ge/log_spdlog.h"
 #include "ge/op/library_registrations.h"
 #include "ge/plugin/op_library.h"
@@ -547,7 +548,10 @@ struct PluginHost::Impl {
     cfg.name = c.name;
     cfg.path = c.path;
     cfg.python_dir = runtime->PackageDir();
-    cfg.log_level = opts.log_level;
+    // The level in effect here (a tool's --log-level sets it process-wide and
+    // leaves HostOptions::log_level empty), so that the worker's log lines,
+    // a plugin's prints among them, follow the engine's.
+    cfg.log_level = opts.log_level.empty() ? LogLevelName(CurrentLogLevel()) : opts.log_level;
     cfg.join_timeout_s = opts.thread_join_timeout_s;
     cfg.call_timeout_s = opts.call_timeout_s;
     std::set<std::string> libs;
@@ -654,7 +658,10 @@ struct PluginHost::Impl {
     if (!l.sub && !l.process) main_loaded.emplace_back(l.plugin.name, l.keys);
     adapters.insert(adapters.end(), l.made.begin(), l.made.end());
     l.made.clear();
-    log->info("plugin '{}' loaded from {} ({}): {} op(s)", r.name, r.path, r.isolation, done.size());
+    // Inside a worker the engine logs the load (as "process"); the worker's
+    // own line says where it is, not only the main interpreter it uses there.
+    log->info("plugin '{}' loaded from {} ({}{}): {} op(s)", r.name, r.path, r.isolation,
+              in_worker ? ", in its worker process" : "", done.size());
   }
 
   // Loads a batch of discovered plugins: main-interpreter plugins first (an

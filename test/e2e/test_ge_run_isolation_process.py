@@ -129,3 +129,32 @@ def test_compile_and_declare_launch_args_run_in_the_worker(ge_run, source_dir):
     assert nodes["axpy"]["calls"]["compile"] == 1 and nodes["axpy"]["calls"]["declare_launch_args"] == 1, nodes["axpy"]
     iso = {p["name"]: p["isolation"] for p in proc.json()["plugins"] if p["name"] in ("axpy_kernel", "gelu")}
     assert iso == {"axpy_kernel": "process", "gelu": "process"}, iso
+
+
+def test_log_level_reaches_the_worker_so_prints_show(ge_run, write_graph, tmp_path):
+    # ge-run --log-level sets the engine's level; a plugin's print in its
+    # worker is logged at info and must show as it does in-process.
+    opp = tmp_path / "opp"
+    write_package(opp, "talker", """
+        from ge.custom_op import register_op, register_op_impl
+        from ge.runtime import Tensor, TensorDesc
+
+        @register_op(op_type="ProcTalk")
+        def proto(x: TensorDesc) -> TensorDesc:
+            return x
+
+        @register_op_impl(op_type="ProcTalk")
+        class Impl:
+            def execute(self, x: Tensor) -> None:
+                print("talker says hello from execute")
+                from ge.custom_op import get_execute_ctx
+                get_execute_ctx().make_output_ref_input(0, 0)
+        """, "process")
+    graph = write_graph([node("t", "ProcTalk", ["x"])], ["t:0"], inputs=[f32("x", [1.0])])
+    quiet = ge_run(graph, opp_path=(str(opp),))
+    assert quiet.returncode == 0, quiet.stderr
+    assert "talker says hello" not in quiet.stderr
+    loud = ge_run(graph, opp_path=(str(opp),), log_level="info")
+    assert loud.returncode == 0, loud.stderr
+    assert "talker says hello from execute" in loud.stderr, loud.stderr
+    assert ", in its worker process): 1 op(s)" in loud.stderr, loud.stderr
