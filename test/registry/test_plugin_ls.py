@@ -147,3 +147,32 @@ def test_listing_index_is_never_trusted_when_stale(opp, tmp_path):
         f.write("ge-plugin-list 1\nO\tgarbage\n")
     j = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
     assert statuses(j["plugins"])["alpha"] == "ok"
+
+
+TYPO_PLUGIN = '''from ge.custom_op import register_op, register_op_impl
+from ge.runtime import Tensor, TensorDesc
+
+
+@register_op(op_type="ScaleCustom")
+def proto(x: TensorDesc) -> TensorDesc:
+    return x
+
+
+@register_op_impl(op_type="{impl}")
+class Impl:
+    def execute(self, x: Tensor) -> None:
+        pass
+'''
+
+
+def test_an_implementation_whose_op_type_is_a_typo_of_a_prototype_gets_a_suggestion(opp, tmp_path):
+    make_plugin(opp, "typo", "unused", body=TYPO_PLUGIN.replace("{impl}", "ScaleCustm"))
+    make_plugin(opp, "far", "unused", body=TYPO_PLUGIN.replace("{impl}", "SomethingElse").replace("ScaleCustom", "FarProto"))
+    p = run_ls("--opp-path", str(opp), "--json", env=cache_env(tmp_path))
+    by_name = {r["name"]: r for r in json.loads(p.stdout)["plugins"]}
+    typo = by_name["typo"]
+    assert typo["status"] == "error" and "canonical IR not found" in typo["error"], typo
+    assert "did you mean 'ScaleCustom'" in typo["error"], typo["error"]
+    far = by_name["far"]
+    assert far["status"] == "error" and "canonical IR not found" in far["error"], far
+    assert "did you mean" not in far["error"], far["error"]

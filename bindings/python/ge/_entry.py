@@ -99,6 +99,16 @@ def _failed_library_note(failed_libraries, op_type):
     return "" if failed is None else f"; op library {failed[0]}, which prototypes it, failed to load: {failed[1]}"
 
 
+def _close_op_type_note(op_type, known):
+    """" (did you mean 'X'?)" when a prototype's op_type in ``known`` is close
+    to ``op_type`` (a typo in register_op_impl), else ""."""
+    if not op_type or not known:
+        return ""
+    import difflib  # only on this error path: a plugin's interpreter never pays for it
+    close = difflib.get_close_matches(op_type, sorted(set(known)), n=1, cutoff=0.75)
+    return f" (did you mean '{close[0]}', whose prototype is registered?)" if close else ""
+
+
 def collect(name, before, subinterpreter, library_irs=None, failed_libraries=None):
     """Validate what the plugin registered and describe each implementation.
 
@@ -123,12 +133,16 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
     neither in this plugin nor in an op library."""
     try:
         library = {op_type: _library_proto(ir) for op_type, ir in (library_irs or {}).items()}
+        # The prototypes an implementation's op_type could have meant (before
+        # a failed collect undoes the plugin's registrations).
+        known = [d.op_type for d in _proto_api.get_registered_op_protos()] + list(library)
         try:
             collected = _host.collect(before, library)
         except RuntimeError as exc:
             if str(exc).startswith("canonical IR not found"):
                 exc.__ge_kind__ = "prototype"
-                note = _failed_library_note(failed_libraries, getattr(exc, "__ge_op_type__", None))
+                op_type = getattr(exc, "__ge_op_type__", None)
+                note = _failed_library_note(failed_libraries, op_type) or _close_op_type_note(op_type, known)
                 if note:
                     _reword(exc, f"{exc}{note}")
             raise
@@ -144,7 +158,7 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
                 ir, proto, bound = library_irs[op_type], None, True
             else:
                 exc = RuntimeError(f"op_type '{op_type}' ({key}): canonical IR not found"
-                                   f"{_failed_library_note(failed_libraries, op_type)}")
+                                   f"{_failed_library_note(failed_libraries, op_type) or _close_op_type_note(op_type, known)}")
                 exc.__ge_kind__ = "prototype"
                 raise exc
             out.append({
