@@ -57,6 +57,11 @@ std::string DescribeWait(int st) {
   return "ended (wait status " + std::to_string(st) + ")";
 }
 
+// "plugin 'N' (PATH), METHOD of op_type 'OP': ", the start of every failure of a call.
+std::string CallWhere(const ProcessPluginConfig& cfg, const char* method, const std::string& op_type) {
+  return "plugin '" + cfg.name + "' (" + cfg.path + "), " + method + " of op_type '" + op_type + "': ";
+}
+
 }  // namespace
 
 WorkerLink::~WorkerLink() {
@@ -272,7 +277,7 @@ void ProcessPlugin::EndWorker(bool kill_now) {
 
 Status ProcessPlugin::Failure(const char* method, const std::string& op_type, const std::string& what) const {
   ErrorInfo e;
-  e.message = "plugin '" + cfg_.name + "' (" + cfg_.path + "), " + method + " of op_type '" + op_type + "': " + what;
+  e.message = CallWhere(cfg_, method, op_type) + what;
   e.plugin = cfg_.name;
   e.file = cfg_.path;
   e.call_site = method;
@@ -362,7 +367,6 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
       page::Ring(pg.request_seq, pg.worker_waiting, seq);
       sent = wire::Send(cur->fd, out.json);
     }
-    const std::string pid = std::to_string(cur->pid);
     const auto deadline = DeadlineAfter(cfg_.call_timeout_s);
     const auto rung = Clock::now();
     const page::Wait w = sent ? page::WaitFor(pg.reply_seq, pg.engine_waiting, seq, cur->spin.Next(), kEngineSlice,
@@ -388,7 +392,10 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
       }
     } else if (w == page::Wait::kTimeout) {
       r = wire::Received::kTimeout;
-    } else if (pg.taken_seq.load(std::memory_order_acquire) != seq && attempt == 0) {
+    }
+    // A failed call from here on (the pid only for its message).
+    const std::string pid = std::to_string(cur->pid);
+    if (w == page::Wait::kPeerGone && pg.taken_seq.load(std::memory_order_acquire) != seq && attempt == 0) {
       last_failure_ = "its worker process (pid " + pid + ") " + Reap(false) + " between calls";
       continue;
     }
@@ -548,9 +555,8 @@ graphStatus ProcessOpProxy::Execute(gert::EagerOpExecutionContext* ctx) {
     calls_->fetch_add(1, std::memory_order_relaxed);
     if (reply.in_page) {
       if (std::string bad = page::ReplyProblem(reply.page_reply, static_cast<uint32_t>(n_inputs)); !bad.empty()) {
-        return Fail(*ctx, Status::Error("plugin '" + cfg.name + "' (" + cfg.path + "), execute of op_type '" +
-                                        info_.op_type + "': its worker process (pid " + std::to_string(link->pid) +
-                                        ") answered " + bad));
+        return Fail(*ctx, Status::Error(CallWhere(cfg, "execute", info_.op_type) + "its worker process (pid " +
+                                        std::to_string(link->pid) + ") answered " + bad));
       }
     } else if (const graphStatus rc = Answer(*ctx, reply.json); rc != GRAPH_SUCCESS) {
       return rc;
@@ -594,8 +600,7 @@ graphStatus ProcessOpProxy::Execute(gert::EagerOpExecutionContext* ctx) {
     }
     return GRAPH_SUCCESS;
   } catch (const std::exception& e) {
-    return Fail(*ctx, Status::Error("plugin '" + cfg.name + "' (" + cfg.path + "), execute of op_type '" + info_.op_type +
-                                    "': " + e.what()));
+    return Fail(*ctx, Status::Error(CallWhere(cfg, "execute", info_.op_type) + e.what()));
   }
 }
 
@@ -626,8 +631,7 @@ graphStatus ProcessOpProxy::InferMeta(InferMetaContext* ctx) {
     ctx->SetOutputs(std::move(outs), InstanceLayout(reply.at("layout").get<std::vector<std::size_t>>()));
     return GRAPH_SUCCESS;
   } catch (const std::exception& e) {
-    return Fail(*ctx, Status::Error("plugin '" + cfg.name + "' (" + cfg.path + "), infer_meta of op_type '" +
-                                    info_.op_type + "': " + e.what()));
+    return Fail(*ctx, Status::Error(CallWhere(cfg, "infer_meta", info_.op_type) + e.what()));
   }
 }
 
@@ -675,8 +679,7 @@ graphStatus ProcessOpProxy::Compile(gert::OpCompileContext* ctx) {
     calls_->fetch_add(1, std::memory_order_relaxed);
     return Answer(*ctx, reply);
   } catch (const std::exception& e) {
-    return Fail(*ctx, Status::Error("plugin '" + cfg.name + "' (" + cfg.path + "), compile of op_type '" +
-                                    info_.op_type + "': " + e.what()));
+    return Fail(*ctx, Status::Error(CallWhere(cfg, "compile", info_.op_type) + e.what()));
   }
 }
 
@@ -724,8 +727,7 @@ graphStatus ProcessOpProxy::DeclareLaunchArgs(gert::AnnotatedArgsContext& ctx) {
     }
     return GRAPH_SUCCESS;
   } catch (const std::exception& e) {
-    return Fail(ctx, Status::Error("plugin '" + cfg.name + "' (" + cfg.path + "), declare_launch_args of op_type '" +
-                                   info_.op_type + "': " + e.what()));
+    return Fail(ctx, Status::Error(CallWhere(cfg, "declare_launch_args", info_.op_type) + e.what()));
   }
 }
 

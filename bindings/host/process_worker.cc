@@ -43,6 +43,18 @@ namespace {
 
 using wire::Json;
 
+// Calls one op method; a C++ exception escaping it becomes the context's
+// error (as the engine reports one in-process) and GRAPH_FAILED.
+template <typename Context, typename Call>
+graphStatus Guarded(Context& ctx, Call&& call) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    ctx.SetError(Status::Error(std::string("C++ exception: ") + e.what()));
+    return GRAPH_FAILED;
+  }
+}
+
 // The worker's state between requests: the plugin's ops, the two arenas, and
 // the output blocks the engine still holds (by offset in the worker arena).
 struct Worker {
@@ -140,11 +152,7 @@ struct Worker {
     for (auto& t : ran.inputs) ptrs.push_back(&t);
     EagerOpExecutionContext ctx(schema, ptrs, std::move(in), attrs, std::move(out));
     ctx.SetNodeName(std::move(node));
-    try {
-      ran.rc = ex->Execute(&ctx);
-    } catch (const std::exception& e) {
-      ctx.SetError(Status::Error(std::string("C++ exception: ") + e.what()));
-    }
+    ran.rc = Guarded(ctx, [&] { return ex->Execute(&ctx); });
     ran.status = ctx.TakeError();
     ran.outputs = ctx.TakeOutputs();
   }
@@ -271,16 +279,9 @@ struct Worker {
     auto* im = CustomOpCast<InferMetaOp>(op);
     if (im == nullptr) throw std::invalid_argument("op_type has no infer_meta");
     const RuntimeAttrs attrs = wire::AttrsFromJson(req.at("attrs"));
-    std::vector<TensorDesc> descs;
-    for (const auto& d : req.at("inputs")) descs.push_back(wire::DescFromJson(d));
-    InferMetaContext ctx(SchemaOf(op), std::move(descs), InstanceLayout(req.at("in").get<std::vector<std::size_t>>()), attrs);
+    InferMetaContext ctx(SchemaOf(op), Descs(req.at("inputs")), InstanceLayout(req.at("in").get<std::vector<std::size_t>>()), attrs);
     ctx.SetNodeName(req.at("node").get<std::string>());
-    graphStatus rc = GRAPH_FAILED;
-    try {
-      rc = im->InferMeta(&ctx);
-    } catch (const std::exception& e) {
-      ctx.SetError(Status::Error(std::string("C++ exception: ") + e.what()));
-    }
+    const graphStatus rc = Guarded(ctx, [&] { return im->InferMeta(&ctx); });
     Json reply{{"rc", rc}, {"status", wire::StatusToJson(ctx.TakeError())}, {"set", ctx.HasOutputs()}};
     if (rc == GRAPH_SUCCESS && ctx.HasOutputs()) {
       Json outs = Json::array();
@@ -291,7 +292,8 @@ struct Worker {
     return reply;
   }
 
-  // Metadata-only tensors of a compile or declare_launch_args request.
+  // The input descriptions of an infer_meta request, or the metadata-only
+  // tensors of a compile or declare_launch_args request.
   static std::vector<TensorDesc> Descs(const Json& j) {
     std::vector<TensorDesc> out;
     for (const auto& d : j) out.push_back(wire::DescFromJson(d));
@@ -316,12 +318,7 @@ struct Worker {
                          Descs(req.at("outputs")), InstanceLayout(req.at("out").get<std::vector<std::size_t>>()), attrs,
                          options, loader);
     ctx.SetNodeName(req.at("node").get<std::string>());
-    graphStatus rc = GRAPH_FAILED;
-    try {
-      rc = comp->Compile(&ctx);
-    } catch (const std::exception& e) {
-      ctx.SetError(Status::Error(std::string("C++ exception: ") + e.what()));
-    }
+    const graphStatus rc = Guarded(ctx, [&] { return comp->Compile(&ctx); });
     return Json{{"rc", rc}, {"status", wire::StatusToJson(ctx.TakeError())}};
   }
 
@@ -334,12 +331,7 @@ struct Worker {
                              Descs(req.at("outputs")), InstanceLayout(req.at("out").get<std::vector<std::size_t>>()), attrs,
                              req.at("stream").get<uint32_t>());
     ctx.SetNodeName(req.at("node").get<std::string>());
-    graphStatus rc = GRAPH_FAILED;
-    try {
-      rc = ann->DeclareLaunchArgs(ctx);
-    } catch (const std::exception& e) {
-      ctx.SetError(Status::Error(std::string("C++ exception: ") + e.what()));
-    }
+    const graphStatus rc = Guarded(ctx, [&] { return ann->DeclareLaunchArgs(ctx); });
     Json reply{{"rc", rc}, {"status", wire::StatusToJson(ctx.TakeError())}};
     if (rc != GRAPH_SUCCESS) return reply;
     const TaskPlan& plan = ctx.Plan();

@@ -71,21 +71,17 @@ def test_numpy_in_two_process_plugins_and_a_main_plugin_in_one_graph(ge_run, wri
     assert iso == {"np_proc_a": "process", "np_proc_b": "process", "np_main_c": "main"}, iso
 
 
-def test_a_worker_that_exits_fails_its_node_with_the_plugin_op_and_code(ge_run, write_graph, tmp_path):
+@pytest.mark.parametrize("plugin, op_type, fault, said", [
+    ("quitter", "QuitOp", "os._exit(7)", "exited with code 7"),
+    ("crasher", "CrashOp", "os.kill(os.getpid(), 11)", "died of signal 11"),
+])
+def test_a_worker_that_exits_or_crashes_fails_its_node_naming_plugin_op_and_end(ge_run, write_graph, tmp_path,
+                                                                                plugin, op_type, fault, said):
     opp = tmp_path / "opp"
-    write_package(opp, "quitter", numpy_op("QuitOp", "a").replace("a = np.asarray(x)", "os._exit(7)"), "process")
-    graph = write_graph([node("q", "QuitOp", ["x"])], ["q:0"], inputs=[f32("x", [1.0])])
+    write_package(opp, plugin, numpy_op(op_type, "a").replace("a = np.asarray(x)", fault), "process")
+    graph = write_graph([node("n", op_type, ["x"])], ["n:0"], inputs=[f32("x", [1.0])])
     res = ge_run(graph, opp_path=(str(opp),))
-    assert_failed_cleanly(res, "plugin 'quitter'", "execute of op_type 'QuitOp'", "exited with code 7")
-
-
-def test_a_worker_crash_is_named_with_its_signal(ge_run, write_graph, tmp_path):
-    opp = tmp_path / "opp"
-    write_package(opp, "crasher", numpy_op("CrashOp", "a").replace("a = np.asarray(x)", "os.kill(os.getpid(), 11)"),
-                  "process")
-    graph = write_graph([node("c", "CrashOp", ["x"])], ["c:0"], inputs=[f32("x", [1.0])])
-    res = ge_run(graph, opp_path=(str(opp),))
-    assert_failed_cleanly(res, "plugin 'crasher'", "execute of op_type 'CrashOp'", "died of signal 11")
+    assert_failed_cleanly(res, f"plugin '{plugin}'", f"execute of op_type '{op_type}'", said)
 
 
 def test_call_timeout_ends_a_hanging_call(ge_run, write_graph, tmp_path):
