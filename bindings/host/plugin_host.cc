@@ -96,6 +96,14 @@ std::string FindPythonDir(const HostOptions& opts) {
 // released with Reset() in its interpreter (py_ref.h, InterpreterRef).
 py::InterpreterRef Keep(const bp::object& o) { return py::InterpreterRef::Borrow(o.ptr()); }
 
+// Each plugin has its own interpreter and registrations (a plugin cannot see
+// another's prototype), where GE imports every custom-op file into one
+// interpreter: the fix when a prototype and its implementation were split
+// over two plugins (share/docs/plugin-authors.md, "One plugin, one registry").
+constexpr const char* kSplitAdvice =
+    "a prototype and its implementation must be in the same plugin (one file, or one package whose modules "
+    "import each other)";
+
 // The one module the host calls into (bindings/python/ge/_entry.py).
 bp::object Entry() { return bp::import("ge._entry"); }
 
@@ -265,6 +273,9 @@ struct PluginHost::Impl {
   std::shared_ptr<PythonRuntime> runtime;
   std::vector<PluginReport> reports;
   std::set<std::string> loaded_paths;                      // plugin paths tried (ok or not)
+  // op_type -> "plugin 'P' (path)" of each Python prototype a loaded plugin
+  // registered itself: the note on another plugin's "canonical IR not found".
+  std::map<std::string, std::string> python_protos;
   std::set<std::pair<std::string, std::string>> problems_reported;  // (path, error) of discovery problems
   // Python adapters and process proxies: strong refs, released outside any lock.
   std::vector<std::shared_ptr<CapabilityReportingOp>> adapters;
@@ -343,6 +354,8 @@ struct PluginHost::Impl {
     std::vector<std::string> bound;  // per adapter: the op library whose C++ prototype it binds to, or ""
     // Per adapter: the IMPL_OP infer functions of that C++ prototype (null when none or not bound).
     std::vector<std::pair<InferShapeKernelFunc, InferDataTypeKernelFunc>> bound_infer;
+    std::vector<std::string> own_protos;  // op_types of the prototypes the plugin registered itself
+    std::string missing_proto;            // a failed "canonical IR not found": its op_type
   };
 
   // The record of each op a loading plugin makes: its capabilities (with
@@ -467,6 +480,7 @@ struct PluginHost::Impl {
       bp::list own_protos = bp::extract<bp::list>(collected["protos"]);
       for (Py_ssize_t i = 0; i < bp::len(own_protos); ++i) {
         const std::string op_type = bp::extract<std::string>(own_protos[i]);
+        l.own_protos.push_back(op_type);
         auto cpp = cpp_protos.find(op_type);
         if (cpp == cpp_protos.end()) continue;
         // GE's rule: a Python prototype replaces a C++ one of the same op_type,
@@ -515,7 +529,9 @@ struct PluginHost::Impl {
         l.keys.emplace_back(op_type, key);
       }
     } catch (const bp::error_already_set&) {
-      Fail(l, py::FetchPythonError(c.name, c.path, "validation"), "validation");
+      const ErrorInfo e = py::FetchPythonError(c.name, c.path, "validation");
+      if (e.kind == "prototype") l.missing_proto = e.op_type;
+      Fail(l, e, "validation");
       return;
     }
     // First in path order wins: a plugin defining an op_type that is already
@@ -655,6 +671,7 @@ struct PluginHost::Impl {
     r.status = plugin::PluginStatus::kOk;
     r.ops = OpRecordsOf(l);
     sources.push_back(l.plugin.path);
+    NotePrototypes(l);
     if (!l.sub && !l.process) main_loaded.emplace_back(l.plugin.name, l.keys);
     adapters.insert(adapters.end(), l.made.begin(), l.made.end());
     l.made.clear();
@@ -691,14 +708,44 @@ struct PluginHost::Impl {
       }
     }
     for (auto& l : batch) {
-      if (l.go_on) {
-        Commit(l);
-      } else {
+      if (l.go_on) Commit(l);
+    }
+    for (auto& l : batch) {
+      if (!l.go_on) {
+        NoteSplitPrototype(l);
         log->info("plugin '{}' ({}) not loaded: {}", l.report.name, l.report.path, l.report.error.OneLine());
       }
       out.push_back(l.report);
     }
     return out;
+  }
+
+  // After a plugin is registered: its prototypes become known to the others'
+  // errors, and those it did not implement get a note in the registry (the
+  // engine's "unknown op_type" says which plugin has only the prototype).
+  void NotePrototypes(const Loading& l) {
+    const std::string who = "plugin '" + l.plugin.name + "' (" + l.plugin.path + ")";
+    std::set<std::string> implemented;
+    for (const auto& k : l.keys) implemented.insert(k.first);
+    for (const auto& op_type : l.own_protos) {
+      python_protos.emplace(op_type, who);
+      if (implemented.count(op_type)) continue;
+      registry.NoteUnimplemented(op_type,
+                                 who + " registers its prototype (register_op) but no loaded plugin implements it "
+                                       "(register_op_impl); " + kSplitAdvice,
+                                 l.plugin.path);
+    }
+  }
+
+  // A plugin that failed with "canonical IR not found" for an op_type that
+  // another loaded plugin prototypes: the two halves were split over two
+  // plugins, which do not see each other's registrations.
+  void NoteSplitPrototype(Loading& l) {
+    if (l.missing_proto.empty()) return;
+    auto it = python_protos.find(l.missing_proto);
+    if (it == python_protos.end()) return;
+    l.report.error.message += "; the prototype of op_type '" + l.missing_proto + "' is registered by " + it->second +
+                              ", another plugin: " + kSplitAdvice;
   }
 
   // ---- op libraries (share/docs/op-packages.md) ----
@@ -980,6 +1027,7 @@ struct PluginHost::Impl {
     main_loaded.clear();
     cpp_protos.clear();
     failed_protos.clear();
+    python_protos.clear();
     library_sources.clear();
     prototype_libraries_loaded = false;
   }

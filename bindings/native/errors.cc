@@ -170,6 +170,9 @@ ErrorInfo FetchPythonError(const std::string& plugin, const std::string& file, c
     OwnedRef kind = OwnedRef::Steal(PyObject_GetAttrString(value.get(), "__ge_kind__"));
     if (kind && PyUnicode_Check(kind.get())) info.kind = SafeStr(kind.get());
     PyErr_Clear();
+    OwnedRef op_type = OwnedRef::Steal(PyObject_GetAttrString(value.get(), "__ge_op_type__"));
+    if (op_type && PyUnicode_Check(op_type.get())) info.op_type = SafeStr(op_type.get());
+    PyErr_Clear();
   }
   // Formatted traceback through the interpreter's own traceback module; if that
   // fails (a broken interpreter), keep what we have.

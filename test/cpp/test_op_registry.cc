@@ -141,6 +141,25 @@ BOOST_AUTO_TEST_CASE(unregister_source) {
   BOOST_CHECK((reg.ListOpTypes() == std::vector<std::string>{"B1"}));
 }
 
+BOOST_AUTO_TEST_CASE(unimplemented_notes_are_not_registrations) {
+  OpRegistry reg;
+  reg.NoteUnimplemented("P", "plugin 'p' has only the prototype", "p.py");
+  reg.NoteUnimplemented("P", "a second note", "q.py");  // the first note of an op_type stays
+  BOOST_CHECK_EQUAL(reg.UnimplementedNote("P"), "plugin 'p' has only the prototype");
+  BOOST_CHECK_EQUAL(reg.UnimplementedNote("Q"), "");
+  // Invisible to lookups: the op_type is still not registered.
+  BOOST_CHECK(!reg.Find("P"));
+  BOOST_CHECK(!reg.Create("P"));
+  BOOST_CHECK(reg.ListOpTypes().empty());
+  BOOST_CHECK_EQUAL(reg.Size(), 0u);
+  // A registration of the op_type does not need the note to go (the engine
+  // consults it only for op_types not registered); unloading the source does.
+  BOOST_REQUIRE(reg.Register(MakeReg("P", "impl.py")).ok());
+  BOOST_CHECK_EQUAL(reg.UnregisterSource("p.py"), 0u);  // no op of its own, the note only
+  BOOST_CHECK_EQUAL(reg.UnimplementedNote("P"), "");
+  BOOST_CHECK(reg.Find("P"));
+}
+
 BOOST_AUTO_TEST_CASE(conflict_names_both_sources) {
   OpRegistry reg;
   BOOST_REQUIRE(reg.Register(MakeReg("Dup", "/opp/first.py")).ok());

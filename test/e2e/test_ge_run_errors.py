@@ -177,3 +177,85 @@ def test_execute_that_allocates_no_output_names_the_node_op_and_plugin(ge_run, w
     g = write_graph([node("n0", "E2eForgetsOutput", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
     res = ge_run(g, opp_path=(str(tmp_path / "opp"),))
     assert_failed_cleanly(res, "'n0'", "E2eForgetsOutput", "execute did not allocate output 0", str(plugin))
+
+
+# A prototype and its implementation split over two plugins (GE imports every
+# custom-op file into one interpreter; here each plugin has its own registry):
+# share/docs/plugin-authors.md, "One plugin, one registry".
+SPLIT_PROTO = '''from ge.custom_op import register_op
+from ge.runtime import TensorDesc
+
+
+@register_op(op_type="E2eSplitHalves")
+def proto(x: TensorDesc) -> TensorDesc:
+    return x
+'''
+
+SPLIT_IMPL = '''from ge.custom_op import register_op_impl
+from ge.runtime import Tensor
+
+
+@register_op_impl(op_type="E2eSplitHalves")
+class Impl:
+    def execute(self, x: Tensor) -> None:
+        pass
+'''
+
+
+def _write_plugin(folder, name, text, package=False, isolation=None):
+    """A single-file plugin, or a package (with a pyproject.toml naming its isolation)."""
+    if not package:
+        path = folder / f"{name}.py"
+        path.write_text(text)
+        return path
+    path = folder / name
+    path.mkdir()
+    (path / "__init__.py").write_text(text)
+    if isolation:
+        (path / "pyproject.toml").write_text(f'[tool.ge-plugin]\nisolation = "{isolation}"\n')
+    return path
+
+
+@pytest.mark.parametrize("proto_name, impl_name", [("a_proto", "z_impl"), ("z_proto", "a_impl")])
+def test_split_prototype_and_implementation_name_the_other_plugin(ge_run, write_graph, tmp_path, proto_name,
+                                                                   impl_name):
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    proto = _write_plugin(opp, proto_name, SPLIT_PROTO)
+    impl = _write_plugin(opp, impl_name, SPLIT_IMPL)
+    g = write_graph([node("n0", "E2eSplitHalves", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=(str(opp),))
+    # The node: its op_type has a prototype (named with its plugin and file) and no implementation.
+    assert_failed_cleanly(res, "'n0'", "unknown op_type 'E2eSplitHalves'", f"plugin '{proto_name}' ({proto})",
+                          "no loaded plugin implements it", "must be in the same plugin")
+    # The implementation's plugin: its load failure names where the prototype is, whatever the order.
+    warning = next(line for line in res.stderr.splitlines() if f"plugin {impl_name} not loaded" in line)
+    assert "canonical IR not found" in warning and str(impl) in warning, warning
+    assert f"registered by plugin '{proto_name}' ({proto}), another plugin" in warning, warning
+
+
+@pytest.mark.parametrize("package, isolation", [(True, None), (True, "main")])
+def test_prototype_only_package_is_named_in_unknown_op_type(ge_run, write_graph, tmp_path, package, isolation):
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    proto = _write_plugin(opp, "protos_only", SPLIT_PROTO, package=package, isolation=isolation)
+    g = write_graph([node("n0", "E2eSplitHalves", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=(str(opp),))
+    assert_failed_cleanly(res, "'n0'", "unknown op_type 'E2eSplitHalves'", f"plugin 'protos_only' ({proto})",
+                          "registers its prototype (register_op)")
+    assert "warning" not in res.stderr, res.stderr  # a plugin of prototypes alone loads
+
+
+def test_prototype_with_an_implementation_elsewhere_in_the_same_plugin_runs(ge_run, write_graph, tmp_path):
+    # The sibling that must keep working: both halves in one package, in two modules.
+    opp = tmp_path / "opp"
+    pkg = opp / "halves"
+    pkg.mkdir(parents=True)
+    (pkg / "protos.py").write_text(SPLIT_PROTO)
+    (pkg / "impls.py").write_text(SPLIT_IMPL.replace("pass", "x_out = self  # no output allocated on purpose"))
+    (pkg / "__init__.py").write_text("from . import protos, impls\n")
+    g = write_graph([node("n0", "E2eSplitHalves", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=(str(opp),))
+    # It resolves and runs: the failure is the execute's own (no output), not an unknown op_type.
+    assert_failed_cleanly(res, "'n0'", "execute did not allocate output 0")
+    assert "unknown op_type" not in res.stderr

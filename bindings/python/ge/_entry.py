@@ -160,6 +160,7 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
                 exc = RuntimeError(f"op_type '{op_type}' ({key}): canonical IR not found"
                                    f"{_failed_library_note(failed_libraries, op_type) or _close_op_type_note(op_type, known)}")
                 exc.__ge_kind__ = "prototype"
+                exc.__ge_op_type__ = op_type
                 raise exc
             out.append({
                 "op_type": op_type,

@@ -175,8 +175,12 @@ using OutputMetas = std::map<std::string, std::vector<TensorDesc>>;
 void ResolveOp(const OpRegistry& registry, const GraphNode& n, CompiledNode& c) {
   auto reg = registry.Find(n.op_type);
   if (!reg) {
-    throw EngineError(Kind::kUnknownOpType, n.name, NodeWhere(n) + ": unknown op_type '" + Abbreviate(n.op_type) + "'" +
-                                                        SuggestOpType(n.op_type, registry.ListOpTypes()));
+    // A plugin that prototyped the op_type without implementing it is the
+    // likely cause (a prototype and its implementation split over two plugins).
+    const std::string note = registry.UnimplementedNote(n.op_type);
+    throw EngineError(Kind::kUnknownOpType, n.name,
+                      NodeWhere(n) + ": unknown op_type '" + Abbreviate(n.op_type) + "'" +
+                          (note.empty() ? SuggestOpType(n.op_type, registry.ListOpTypes()) : ": " + note));
   }
   c.schema = reg->schema;
   std::string why;

@@ -2,6 +2,7 @@
 #include "ge/op/op_registry.h"
 
 #include <algorithm>
+#include <iterator>
 #include <mutex>
 
 namespace ge {
@@ -53,6 +54,9 @@ std::size_t OpRegistry::UnregisterSource(const std::string& source) {
       ++it;
     }
   }
+  for (auto it = unimplemented_.begin(); it != unimplemented_.end();) {
+    it = it->second.source == source ? unimplemented_.erase(it) : std::next(it);
+  }
   return n;
 }
 
@@ -102,6 +106,17 @@ std::vector<std::string> OpRegistry::ListOpTypes() const {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+void OpRegistry::NoteUnimplemented(const std::string& op_type, std::string why, const std::string& source) {
+  std::unique_lock lock(mu_);
+  unimplemented_.emplace(op_type, Note{std::move(why), source});
+}
+
+std::string OpRegistry::UnimplementedNote(const std::string& op_type) const {
+  std::shared_lock lock(mu_);
+  auto it = unimplemented_.find(op_type);
+  return it == unimplemented_.end() ? std::string() : it->second.why;
 }
 
 std::size_t OpRegistry::Size() const {

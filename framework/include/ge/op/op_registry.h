@@ -61,9 +61,24 @@ class OpRegistry {
   std::vector<std::string> ListOpTypes() const;  // sorted
   std::size_t Size() const;
 
+  // Why an op_type that is not registered is known anyway: a plugin
+  // registered a prototype for it (register_op) and no implementation. `why`
+  // names that plugin and its file; the engine adds it to its "unknown
+  // op_type" error. The first note of an op_type stays. Notes are not
+  // registrations: Find, Create and ListOpTypes never see them, and
+  // UnregisterSource(`source`) removes them with the source's ops.
+  void NoteUnimplemented(const std::string& op_type, std::string why, const std::string& source);
+  // The note of `op_type`, or "" when it has none.
+  std::string UnimplementedNote(const std::string& op_type) const;
+
  private:
+  struct Note {
+    std::string why;
+    std::string source;
+  };
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, OpRegistration> ops_;
+  std::unordered_map<std::string, Note> unimplemented_;
 };
 
 // Registers the C++ ops shipped with the framework ("ReluCpp"); see builtin_ops.cc.

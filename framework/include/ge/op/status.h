@@ -19,6 +19,7 @@ struct ErrorInfo {
   std::string location_file;    // the same as data: the file ("" when unknown) ...
   int location_line = 0;        // ... and its line (1-based; 0 when unknown)
   std::string kind;             // the exception's __ge_kind__ ("extension", ...), "" when unset
+  std::string op_type;          // the exception's __ge_op_type__ (the op_type a "prototype" error is about), "" when unset
   std::string traceback;        // formatted Python traceback, may be empty
 };
 
