@@ -100,6 +100,10 @@ struct Page {
   // can go to a new worker.
   std::atomic<uint32_t> taken_seq;
   Kind reply_kind;
+  // Log records the worker has written on its log socket (worker_log.h),
+  // counted after each is sent: an engine that sees it changed when an
+  // answer comes drains the socket before it goes on.
+  std::atomic<uint32_t> log_records;
   alignas(64) ExecuteRequest request;
   alignas(64) ExecuteReply reply;
 };

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "ge/text.h"
@@ -67,6 +68,7 @@ std::string CallWhere(const ProcessPluginConfig& cfg, const char* method, const 
 WorkerLink::~WorkerLink() {
   if (fd >= 0) ::close(fd);
   if (pidfd >= 0) ::close(pidfd);
+  if (log_worker_end >= 0) ::close(log_worker_end);
 }
 
 uint32_t WorkerLink::AttrsId(const std::vector<AttrValue>& values) const {
@@ -91,6 +93,14 @@ uint32_t WorkerLink::RememberAttrs(const std::vector<AttrValue>& values) {
   }
   attr_ids.emplace_back(values, next_attr_id);
   return next_attr_id++;
+}
+
+void WorkerLink::DrainLog() {
+  if (!log || page == nullptr) return;
+  const uint32_t now = page->log_records.load(std::memory_order_acquire);
+  if (now == log_seen) return;  // nothing logged since: no system call on the fast path
+  log_seen = now;
+  log->Drain();
 }
 
 bool WorkerLink::Gone() const noexcept {
@@ -147,6 +157,13 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
     link->page = new (link->page_mapping->base()) page::Page();
     link->started = launcher_->Start(&link->fd);
     link->pid = link->started.pid;
+    // Its log socket: the worker's lines reach the engine's log (and LogSink).
+    int logsv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, logsv) == 0) {
+      link->log_worker_end = logsv[1];
+      link->log = std::make_unique<WorkerLogReader>(
+          logsv[0], "plugin '" + cfg_.name + "' (" + cfg_.path + "), worker pid " + std::to_string(link->pid));
+    }
   } catch (const std::exception& e) {
     *why = e.what();
     return nullptr;
@@ -164,9 +181,15 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
   std::string bad;
   std::vector<int> passed;
   wire::Received r = wire::Received::kClosed;
-  if (wire::Send(link->fd, init, {engine->mapping()->fd(), link->arena->fd(), link->page_mapping->fd()})) {
-    r = wire::Receive(link->fd, DeadlineAfter(LoadTimeout()), msg, &passed, &bad);
+  std::vector<int> lent = {engine->mapping()->fd(), link->arena->fd(), link->page_mapping->fd()};
+  if (link->log_worker_end >= 0) lent.push_back(link->log_worker_end);
+  const bool init_sent = wire::Send(link->fd, init, lent);
+  if (link->log_worker_end >= 0) {
+    ::close(link->log_worker_end);  // the worker holds its own copy now (or never will)
+    link->log_worker_end = -1;
   }
+  if (init_sent) r = wire::Receive(link->fd, DeadlineAfter(LoadTimeout()), msg, &passed, &bad);
+  link->DrainLog();  // its load lines, before the engine's own about the load
   // The worker's pidfd (made by the worker itself, so it is surely that
   // process): its end is seen at once even when a child of it keeps the socket open.
   for (int f : passed) {
@@ -215,6 +238,14 @@ std::string ProcessPlugin::Reap(bool kill_now) {
   link_->alive = false;
   WorkerLink& l = *link_;
   const StartedWorker w = l.started;
+  // Whatever way it ends, its last lines (a crash's, too) are re-emitted once
+  // it has ended, and its log reader stops (an RAII guard: Reap has many exits).
+  struct StopLog {
+    WorkerLink& link;
+    ~StopLog() {
+      if (link.log) link.log->Stop();
+    }
+  } stop_log{l};
   // The worker leads its own process group (RunWorker), so whatever a plugin
   // started there ends with it: the group is signalled once the worker has
   // ended but before it is reaped (a spawned worker is reaped by WaitExit
@@ -379,6 +410,7 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
       reply.page_reply.rc = r.rc;
       reply.page_reply.n_outputs = r.n_outputs;
       std::copy_n(r.outputs, std::min(r.n_outputs, page::kMaxTensors), reply.page_reply.outputs);
+      cur->DrainLog();
       *link = cur;
       return Status::Ok();
     }
@@ -387,6 +419,7 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
     if (w == page::Wait::kRung) {
       r = wire::Receive(cur->fd, deadline, reply.json, nullptr, &bad, cur->pidfd);
       if (r == wire::Received::kOk) {
+        cur->DrainLog();
         *link = cur;
         return Status::Ok();
       }

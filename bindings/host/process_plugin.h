@@ -35,6 +35,7 @@
 #include "ge/plugin/record.h"
 #include "shared_arena.h"
 #include "worker_launcher.h"
+#include "worker_log.h"
 #include "worker_wire.h"
 
 namespace ge::host {
@@ -95,6 +96,13 @@ struct WorkerLink {
   uint32_t RememberAttrs(const std::vector<AttrValue>& values);
   // True when the worker process has ended (its pidfd) or closed its end.
   bool Gone() const noexcept;
+  // Its log lines, re-emitted through the engine's log (worker_log.h); null
+  // when the socket could not be made (the worker then logs to its stderr).
+  std::unique_ptr<WorkerLogReader> log;
+  int log_worker_end = -1;  // the worker's end of the log socket until init has lent it
+  uint32_t log_seen = 0;  // the page's log_records when last drained; under ProcessPlugin's lock
+  // Re-emits the lines the worker logged up to its last answer (when it logged any).
+  void DrainLog();
 };
 
 // What a call sends: an ExecuteRequest the build wrote into the link's page,

@@ -27,6 +27,7 @@
 #include "call_page.h"
 #include "shared_arena.h"
 #include "worker_access.h"
+#include "worker_log.h"
 #include "worker_wire.h"
 
 extern char** environ;
@@ -382,10 +383,12 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
   Json init;
   std::vector<int> fds;
   std::string why;
-  if (wire::Receive(w.fd, wire::Clock::time_point::max(), init, &fds, &why) != wire::Received::kOk || fds.size() != 3 ||
-      init.value("type", "") != "init") {
-    std::fprintf(stderr, "ge-plugin-worker: no valid init message on fd %d (%s; got %zu of 3 descriptors)\n", channel_fd,
-                 why.c_str(), fds.size());
+  // Three descriptors (the engine's arena, ours, the call page), and a fourth,
+  // our log socket, unless the engine could not make one (worker_log.h).
+  if (wire::Receive(w.fd, wire::Clock::time_point::max(), init, &fds, &why) != wire::Received::kOk ||
+      (fds.size() != 3 && fds.size() != 4) || init.value("type", "") != "init") {
+    std::fprintf(stderr, "ge-plugin-worker: no valid init message on fd %d (%s; got %zu of 3 or 4 descriptors)\n",
+                 channel_fd, why.c_str(), fds.size());
     for (int f : fds) ::close(f);
     return 2;
   }
@@ -399,6 +402,12 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
                                std::to_string(sizeof(page::Page)) + ")");
     }
     w.page = reinterpret_cast<page::Page*>(w.page_mapping->base());  // the engine constructed it
+    if (fds.size() == 4) {
+      // From here on our log lines (the plugin's prints among them) go to the
+      // engine's log, and so to its LogSink when it installed one.
+      SetLogSink(MakeWorkerLogSink(fds[3], &w.page->log_records));
+      fds[3] = -1;
+    }
     InstallArenaAsTensorSource(w.own_arena);
     loaded = w.Load(init);
   } catch (const std::exception& e) {
@@ -516,8 +525,21 @@ pid_t SpawnWorker(const std::string& exe, int* channel) {
   posix_spawn_file_actions_adddup2(&actions, child_end, kChildFd);
   std::string fd_arg = "--channel-fd=" + std::to_string(kChildFd);
   std::vector<char*> argv{const_cast<char*>(exe.c_str()), fd_arg.data(), nullptr};
+  // A plain process, whatever the engine did to its own signals: none
+  // blocked, every disposition the default (an engine that ignores SIGCHLD
+  // would otherwise make every child of the plugin vanish unwaited), as the
+  // zygote's children are (zygote.cc, RunChild).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+  const int rc = ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(sv[1]);
   if (rc != 0) {

@@ -197,6 +197,32 @@ def cold_figures(a, ls, env, work, peer_missing):
     return cold_ms, cold_cpu_ms, gst_cold_ms, gst_cold_cpu_ms
 
 
+# The part of a cold scan that no scanner design can remove while each plugin
+# is loaded into a fresh sub-interpreter, as the engine loads it: creating and
+# ending one (nothing imported), then with `enum` (the one standard module the
+# `ge` package needs that a new interpreter lacks). Measured in the Python the
+# host embeds, by a child process (share/docs/registry.md, "Cold scan").
+FLOOR_CODE = r"""
+import _xxsubinterpreters as si, sys, time
+n = int(sys.argv[1])
+for code in ("pass", "import enum"):
+    si.destroy(si.create())  # the first one pays for loading the shared library code
+    c0 = time.process_time()
+    for _ in range(n):
+        i = si.create()
+        si.run_string(i, code)
+        si.destroy(i)
+    print((time.process_time() - c0) * 1000 / n)
+"""
+
+
+def isolation_floor(n):
+    """(CPU ms per fresh sub-interpreter, the same with enum imported)."""
+    out = subprocess.run(["/usr/bin/python3", "-S", "-c", FLOOR_CODE, str(n)], check=True,
+                         capture_output=True, text=True).stdout.split()
+    return float(out[0]), float(out[1])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--plugins", type=int, default=1000)
@@ -312,6 +338,11 @@ def main():
             print(f"  cold scan CPU per plugin (user+sys of all processes): {cold_cpu_ms:.2f} ms; "
                   f"GStreamer's per Python element: {gst_cold_cpu_ms:.2f} ms   "
                   f"{ratio(cold_cpu_ms, gst_cold_cpu_ms, COLD_GOAL)}")
+            bare, with_enum = isolation_floor(200)
+            print(f"  isolation floor, CPU per plugin: a fresh sub-interpreter {bare:.2f} ms "
+                  f"({bare / gst_cold_cpu_ms:.2f}x GStreamer's CPU per element), with enum {with_enum:.2f} ms "
+                  f"({with_enum / gst_cold_cpu_ms:.2f}x): a cold scan that loads each plugin as the engine does "
+                  f"costs at least this")
         if not a.warm_only:
             print(f"  cold scan per plugin (daemon start-up, incl. process start): {daemon_cold_ms:.2f} ms")
     finally:

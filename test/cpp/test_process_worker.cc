@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,12 +19,14 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "ge/host/plugin_host.h"
+#include "ge/log.h"
 #include "ge/op/op_registry.h"
 #include "shared_arena.h"
 
@@ -556,4 +559,172 @@ BOOST_AUTO_TEST_CASE(GE_PLUGIN_WORKER_ZYGOTE_0_spawns_workers) {
   ::unsetenv("GE_PLUGIN_WORKER_ZYGOTE");
   BOOST_CHECK_EQUAL(ParentOf(w), ::getpid());
   BOOST_CHECK_MESSAGE(Contains(CmdLine(w), "ge-plugin-worker"), CmdLine(w));
+}
+
+// ---- a worker's log lines reach the engine's log and LogSink (worker_log.h) ----
+
+namespace {
+
+class CaptureSink final : public ge::LogSink {
+ public:
+  void Write(ge::LogLevel, std::string_view component, std::string_view message) override {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.emplace_back(std::string(component), std::string(message));
+  }
+  bool Has(const std::string& component, const std::string& text) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [c, m] : lines) {
+      if (c == component && Contains(m, text)) return true;
+    }
+    return false;
+  }
+  std::string All() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::string s;
+    for (const auto& [c, m] : lines) s += "[" + c + "] " + m + "\n";
+    return s;
+  }
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> lines;
+};
+
+// The engine's stderr (fd 2) pointed at a file while alive: what a worker
+// (forked or spawned with the engine's fd 2) writes raw lands there.
+struct StderrToFile {
+  explicit StderrToFile(const fs::path& p) : path(p), saved(::dup(2)) {
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  ~StderrToFile() {
+    ::dup2(saved, 2);
+    ::close(saved);
+    ge::SetLogSink(nullptr);
+    ge::SetLogLevel(ge::LogLevel::kWarn);
+  }
+  std::string Text() const {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  fs::path path;
+  int saved;
+};
+
+const char* kTalkative = R"(import os
+from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+from ge.runtime import Tensor, TensorDesc
+
+print("talkative imported")
+
+
+@register_op(op_type="ProcTalk")
+def proto(x: TensorDesc) -> TensorDesc:
+    return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+
+@register_op_impl(op_type="ProcTalk")
+class Talk:
+    def execute(self, x: Tensor) -> None:
+        mode = int(x.data.cast("B").cast("f")[0])
+        print(f"talkative executes mode {mode}")
+        if mode == 1:
+            os.kill(os.getpid(), 11)
+        if mode == 2:
+            print("x" * 300000)  # more than the log socket holds: the engine drains as it waits
+        get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
+)";
+
+fs::path WriteTalkative(const ge_test::TempDir& tmp) {
+  const fs::path pkg = tmp.path / "talkative";
+  fs::create_directories(pkg);
+  std::ofstream(pkg / "__init__.py") << kTalkative;
+  std::ofstream(pkg / "pyproject.toml") << "[tool.ge-plugin]\nisolation = \"process\"\n";
+  return pkg;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_workers_log_lines_reach_the_engines_log_sink_not_its_stderr) {
+  ge_test::TempDir tmp;
+  const fs::path pkg = WriteTalkative(tmp);
+  StderrToFile err(tmp.path / "stderr.txt");
+  auto sink = std::make_shared<CaptureSink>();
+  ge::SetLogSink(sink);
+  ge::SetLogLevel(ge::LogLevel::kInfo);
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  const PluginReport r = host.LoadPlugin(pkg.string());
+  BOOST_REQUIRE_MESSAGE(r.ok(), r.error.OneLine());
+  // The import's print and the worker's own load line, by the time the load returns.
+  BOOST_CHECK_MESSAGE(sink->Has("plugin", "talkative imported"), sink->All());
+  BOOST_CHECK_MESSAGE(sink->Has("host", "in its worker process"), sink->All());
+  // A call's print is there when the call returns (drained after its answer).
+  const Call c = Exec(reg, "ProcTalk", {0.0f});
+  BOOST_REQUIRE_MESSAGE(c.rc == GRAPH_SUCCESS, c.status.message());
+  BOOST_CHECK_MESSAGE(sink->Has("plugin", "talkative executes mode 0"), sink->All());
+  // A print larger than the socket's buffer does not stall the call.
+  const Call big = Exec(reg, "ProcTalk", {2.0f});
+  BOOST_REQUIRE_MESSAGE(big.rc == GRAPH_SUCCESS, big.status.message());
+  BOOST_CHECK(sink->Has("plugin", std::string(1000, 'x')));
+  // The last line before a crash is kept.
+  const Call crash = Exec(reg, "ProcTalk", {1.0f});
+  BOOST_CHECK(crash.rc != GRAPH_SUCCESS);
+  BOOST_CHECK_MESSAGE(sink->Has("plugin", "talkative executes mode 1"), sink->All());
+  host.UnloadAll();
+  // Nothing of it went to the engine's stderr.
+  const std::string raw = err.Text();
+  BOOST_CHECK_MESSAGE(!Contains(raw, "talkative"), raw);
+}
+
+BOOST_AUTO_TEST_CASE(a_sink_installed_after_the_load_gets_the_workers_later_lines) {
+  ge_test::TempDir tmp;
+  const fs::path pkg = WriteTalkative(tmp);
+  StderrToFile err(tmp.path / "stderr.txt");
+  ge::SetLogLevel(ge::LogLevel::kInfo);
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  const PluginReport r = host.LoadPlugin(pkg.string());
+  BOOST_REQUIRE_MESSAGE(r.ok(), r.error.OneLine());
+  // Without a sink the lines go to the engine's stderr, formatted as its own.
+  BOOST_CHECK_MESSAGE(Contains(err.Text(), "[plugin] [info] [talkative] talkative imported"), err.Text());
+  auto sink = std::make_shared<CaptureSink>();
+  ge::SetLogSink(sink);
+  const Call c = Exec(reg, "ProcTalk", {0.0f});
+  BOOST_REQUIRE_MESSAGE(c.rc == GRAPH_SUCCESS, c.status.message());
+  BOOST_CHECK_MESSAGE(sink->Has("plugin", "talkative executes mode 0"), sink->All());
+  BOOST_CHECK(!Contains(err.Text(), "talkative executes"));
+  // The engine's level applies to the worker's lines too: above info, a print is dropped.
+  ge::SetLogLevel(ge::LogLevel::kWarn);
+  const Call quiet = Exec(reg, "ProcTalk", {3.0f});
+  BOOST_REQUIRE_MESSAGE(quiet.rc == GRAPH_SUCCESS, quiet.status.message());
+  BOOST_CHECK(!sink->Has("plugin", "mode 3"));
+  host.UnloadAll();
+}
+
+// An engine's own signal state (SIGCHLD ignored, signals blocked on the
+// loading thread) does not reach its workers, spawned or forked from the zygote.
+BOOST_AUTO_TEST_CASE(workers_start_with_default_signals_whatever_the_engine_set) {
+  for (const bool spawn : {true, false}) {
+    if (spawn) ::setenv("GE_PLUGIN_WORKER_ZYGOTE", "0", 1);
+    struct sigaction ign {}, old {};
+    ign.sa_handler = SIG_IGN;
+    ::sigaction(SIGCHLD, &ign, &old);
+    sigset_t block, saved;
+    sigemptyset(&block);
+    sigaddset(&block, SIGUSR1);
+    sigaddset(&block, SIGTERM);
+    ::pthread_sigmask(SIG_BLOCK, &block, &saved);
+    OpRegistry reg;
+    PluginHost host(Opts({}), reg);
+    LoadFaulty(host);
+    const Call c = Exec(reg, "ProcFault", {8, 0});
+    // The engine's own state back before anything waits for a worker.
+    ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+    ::sigaction(SIGCHLD, &old, nullptr);
+    ::unsetenv("GE_PLUGIN_WORKER_ZYGOTE");
+    BOOST_REQUIRE_MESSAGE(c.rc == GRAPH_SUCCESS, c.status.message());
+    const std::vector<float> seen = Floats(*c.y);
+    BOOST_CHECK_MESSAGE(seen[0] == 0.0f, (spawn ? "spawned" : "forked") << " worker: SIGCHLD is ignored");
+    BOOST_CHECK_MESSAGE(seen[1] == 0.0f, (spawn ? "spawned" : "forked") << " worker: " << seen[1] << " signals blocked");
+  }
 }

@@ -53,7 +53,9 @@ class LogSink {
   virtual void Flush() {}
 };
 
-// Sends every log line to `sink` (shared: kept alive while installed);
+// Sends every log line to `sink` (shared: kept alive while installed),
+// including those of the engine's process-isolated plugins (their workers
+// send their lines to the engine, which re-emits them here);
 // nullptr restores the default stderr sink. Lines being written on other
 // threads during the switch go to either sink.
 void SetLogSink(std::shared_ptr<LogSink> sink);

@@ -6,6 +6,7 @@ ProcFault(x) -> y: what execute does is chosen by x[0]:
   6 forks a child that sleeps 1000 s holding everything the worker holds, writes
     its pid to /tmp/ge-proc-faulty-<x[1]>.pid, then SIGSEGV
   7 closes the worker's channel to the engine (descriptor 3), then raises
+  8 y = [1 if SIGCHLD is ignored here else 0, number of signals blocked here, 0, ...]
 ProcScale(x, *, scale=2.0) -> y = scale * x, with infer_meta (float32 only).
 ProcRef(x) -> x, aliasing its input (make_output_ref_input).
 """
@@ -54,6 +55,12 @@ class Fault:
             time.sleep(10)
         y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
         dst = _floats(y)
+        if mode == 8:  # this process's signal state, as the kernel has it (signal.* is the engine's)
+            with open("/proc/self/status") as f:
+                masks = {k: int(v, 16) for k, _, v in (line.partition(":") for line in f) if k in ("SigIgn", "SigBlk")}
+            dst[0] = float((masks["SigIgn"] >> (17 - 1)) & 1)  # SIGCHLD is 17 on Linux
+            dst[1] = float(bin(masks["SigBlk"]).count("1"))
+            return
         for i, v in enumerate(src.tolist()):
             dst[i] = float(os.getpid()) if mode == 4 else 2.0 * v
 
