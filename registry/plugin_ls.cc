@@ -366,6 +366,23 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
   }
   // Conflicts among the checked plugins themselves (an opp folder), in path order.
   records = ResolveConflicts(std::move(records));
+  // op_type -> the Python plugin (checked or installed) that prototypes it
+  // without implementing it: the other half of an implementation whose
+  // prototype is "not found" (share/docs/plugin-authors.md, "One plugin, one registry").
+  std::map<std::string, std::string> prototyped_by;
+  for (const auto& r : records) {
+    if (r.ok() && !r.op_library) {
+      for (const auto& t : r.prototypes) prototyped_by.emplace(t, r.path);
+    }
+  }
+  for (const auto& [p, r] : installed) {
+    if (r.ok() && !r.op_library) {
+      for (const auto& t : r.prototypes) prototyped_by.emplace(t, p);
+    }
+  }
+  const std::string kOnePlugin =
+      "a prototype and its implementation must be in the same plugin: one file, or one package whose modules import "
+      "each other (share/docs/plugin-authors.md, \"One plugin, one registry\")";
   for (const auto& r : records) {
     std::vector<std::pair<std::string, std::string>> problems;  // (problem, hint)
     std::vector<std::string> notes;
@@ -401,10 +418,31 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
         if (!r.error.file.empty() && r.error.line > 0 && r.error.OneLine() == r.error.message) {
           where = " [" + r.error.file + ":" + std::to_string(r.error.line) + "]";
         }
-        problems.emplace_back(r.error.OneLine() + where, ErrorHint(r.error, r.op_library));
+        auto other = r.error.kind == "prototype" ? prototyped_by.find(r.error.op_type) : prototyped_by.end();
+        if (other != prototyped_by.end() && other->second != r.path) {
+          problems.emplace_back(r.error.OneLine() + where + "; the prototype of op_type '" + r.error.op_type +
+                                    "' is registered by " + PathText(other->second) + ", another plugin",
+                                kOnePlugin);
+        } else {
+          problems.emplace_back(r.error.OneLine() + where, ErrorHint(r.error, r.op_library));
+        }
       }
     }
-    if (r.ok() && r.ops.empty() && !(r.op_library && !r.prototypes.empty())) {
+    if (r.ok() && !r.op_library && !r.prototypes.empty()) {
+      // Prototypes without an implementation: no node of those op_types can
+      // run (an op library's prototypes serve others; a plugin's only its own).
+      std::string list;
+      for (const auto& t : r.prototypes) list += (list.empty() ? "'" : ", '") + t + "'";
+      const std::string what = PathText(r.path) + " registers the prototype of op_type " + list +
+                               " (register_op) but no implementation (register_op_impl)";
+      if (r.ops.empty()) {
+        problems.emplace_back(what + ": no node of " + (r.prototypes.size() == 1 ? "it" : "them") + " can run",
+                              "add the implementation to this plugin; " + kOnePlugin);
+      } else {
+        notes.push_back(what);
+      }
+    }
+    if (r.ok() && r.ops.empty() && r.prototypes.empty()) {
       problems.emplace_back(
           PathText(r.path) + " registers no op",
           r.op_library ? "register a prototype (REG_OP) or a custom op (REG_AUTO_MAPPING_OP) in the library"

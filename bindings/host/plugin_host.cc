@@ -355,7 +355,6 @@ struct PluginHost::Impl {
     // Per adapter: the IMPL_OP infer functions of that C++ prototype (null when none or not bound).
     std::vector<std::pair<InferShapeKernelFunc, InferDataTypeKernelFunc>> bound_infer;
     std::vector<std::string> own_protos;  // op_types of the prototypes the plugin registered itself
-    std::string missing_proto;            // a failed "canonical IR not found": its op_type
   };
 
   // The record of each op a loading plugin makes: its capabilities (with
@@ -389,6 +388,7 @@ struct PluginHost::Impl {
     r.error.line = e.location_line;
     r.error.traceback = e.traceback;
     r.error.exception = e.exception_type;
+    r.error.op_type = e.op_type;
     l.go_on = false;
   }
 
@@ -529,9 +529,7 @@ struct PluginHost::Impl {
         l.keys.emplace_back(op_type, key);
       }
     } catch (const bp::error_already_set&) {
-      const ErrorInfo e = py::FetchPythonError(c.name, c.path, "validation");
-      if (e.kind == "prototype") l.missing_proto = e.op_type;
-      Fail(l, e, "validation");
+      Fail(l, py::FetchPythonError(c.name, c.path, "validation"), "validation");
       return;
     }
     // First in path order wins: a plugin defining an op_type that is already
@@ -583,6 +581,7 @@ struct PluginHost::Impl {
     if (r.version.empty()) r.version = w.version;
     if (r.description.empty()) r.description = w.description;
     r.warnings.insert(r.warnings.end(), w.warnings.begin(), w.warnings.end());
+    r.prototypes = w.prototypes;  // those it does not implement (NotePrototypes, in the worker)
     if (!w.ok()) {
       r.status = w.status;
       r.error = w.error;
@@ -723,28 +722,36 @@ struct PluginHost::Impl {
   // After a plugin is registered: its prototypes become known to the others'
   // errors, and those it did not implement get a note in the registry (the
   // engine's "unknown op_type" says which plugin has only the prototype).
-  void NotePrototypes(const Loading& l) {
+  // The plugin's record lists those prototypes (PluginRecord::prototypes).
+  void NotePrototypes(Loading& l) {
     const std::string who = "plugin '" + l.plugin.name + "' (" + l.plugin.path + ")";
     std::set<std::string> implemented;
     for (const auto& k : l.keys) implemented.insert(k.first);
-    for (const auto& op_type : l.own_protos) {
+    std::set<std::string> unimplemented;
+    // A process plugin's prototypes were collected in its worker, whose
+    // record lists those it does not implement.
+    const std::vector<std::string>& own = l.process ? l.report.prototypes : l.own_protos;
+    for (const auto& op_type : own) {
       python_protos.emplace(op_type, who);
       if (implemented.count(op_type)) continue;
+      unimplemented.insert(op_type);
       registry.NoteUnimplemented(op_type,
                                  who + " registers its prototype (register_op) but no loaded plugin implements it "
                                        "(register_op_impl); " + kSplitAdvice,
                                  l.plugin.path);
     }
+    l.report.prototypes.assign(unimplemented.begin(), unimplemented.end());
   }
 
   // A plugin that failed with "canonical IR not found" for an op_type that
   // another loaded plugin prototypes: the two halves were split over two
   // plugins, which do not see each other's registrations.
   void NoteSplitPrototype(Loading& l) {
-    if (l.missing_proto.empty()) return;
-    auto it = python_protos.find(l.missing_proto);
+    const std::string& op_type = l.report.error.op_type;
+    if (l.report.error.kind != "prototype" || op_type.empty()) return;
+    auto it = python_protos.find(op_type);
     if (it == python_protos.end()) return;
-    l.report.error.message += "; the prototype of op_type '" + l.missing_proto + "' is registered by " + it->second +
+    l.report.error.message += "; the prototype of op_type '" + op_type + "' is registered by " + it->second +
                               ", another plugin: " + kSplitAdvice;
   }
 

@@ -256,6 +256,17 @@ BOOST_AUTO_TEST_CASE(a_record_round_trips_through_json) {
   BOOST_CHECK(back->stamp->SameMeta(*r.stamp) && back->stamp->hash == "abc");
   // The one-line error is stable through a round trip (no second "(at ...)").
   BOOST_CHECK_EQUAL(ToJson(*back)["error"], j["error"]);
+  BOOST_CHECK(back->error.op_type.empty() && !j.contains("error_op_type"));
+  // A missing prototype's op_type, and a Python plugin's unimplemented prototypes.
+  r.error.kind = "prototype";
+  r.error.op_type = "Half\xc3\xa9";
+  r.prototypes = {"OnlyProto", "Other"};
+  const auto again = FromJson(ToJson(r), &why, true);
+  BOOST_REQUIRE_MESSAGE(again.has_value(), why);
+  BOOST_CHECK_EQUAL(again->error.op_type, r.error.op_type);
+  BOOST_CHECK(again->prototypes == r.prototypes && !again->op_library);
+  BOOST_CHECK(!FromJson({{"path", "/p.py"}, {"status", "error"}, {"error_op_type", 3}}, &why));
+  BOOST_CHECK_MESSAGE(why.find("error_op_type") != std::string::npos, why);
 }
 
 BOOST_AUTO_TEST_CASE(a_malformed_record_names_its_field) {

@@ -234,7 +234,7 @@ def test_split_prototype_and_implementation_name_the_other_plugin(ge_run, write_
     assert f"registered by plugin '{proto_name}' ({proto}), another plugin" in warning, warning
 
 
-@pytest.mark.parametrize("package, isolation", [(True, None), (True, "main")])
+@pytest.mark.parametrize("package, isolation", [(False, None), (True, None), (True, "main"), (True, "process")])
 def test_prototype_only_package_is_named_in_unknown_op_type(ge_run, write_graph, tmp_path, package, isolation):
     opp = tmp_path / "opp"
     opp.mkdir()

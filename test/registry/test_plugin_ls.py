@@ -3,6 +3,8 @@
 import json
 import os
 
+import pytest
+
 from registry_helpers import make_plugin, run_ls, statuses
 
 
@@ -176,3 +178,79 @@ def test_an_implementation_whose_op_type_is_a_typo_of_a_prototype_gets_a_suggest
     far = by_name["far"]
     assert far["status"] == "error" and "canonical IR not found" in far["error"], far
     assert "did you mean" not in far["error"], far["error"]
+
+
+# A prototype and its implementation split over two plugins (GE lets separate
+# files share one interpreter; here each plugin has its own registrations):
+# share/docs/plugin-authors.md, "One plugin, one registry".
+HALF_PROTO = '''from ge.custom_op import register_op
+from ge.runtime import TensorDesc
+
+
+@register_op(op_type="{op}")
+def proto(x: TensorDesc) -> TensorDesc:
+    return x
+'''
+HALF_IMPL = '''from ge.custom_op import register_op_impl
+from ge.runtime import Tensor
+
+
+@register_op_impl(op_type="{op}")
+class Impl:
+    def execute(self, x: Tensor) -> None:
+        pass
+'''
+
+
+@pytest.mark.parametrize("isolation", [None, "process"])
+def test_a_prototype_without_implementation_is_listed_as_such(opp, tmp_path, isolation):
+    if isolation is None:
+        make_plugin(opp, "halfproto", "unused", body=HALF_PROTO.format(op="LsHalf"))
+    else:  # a package: a process plugin's prototypes are collected in its worker
+        (opp / "halfproto").mkdir()
+        (opp / "halfproto" / "__init__.py").write_text(HALF_PROTO.format(op="LsHalf"))
+        (opp / "halfproto" / "pyproject.toml").write_text(f'[tool.ge-plugin]\nisolation = "{isolation}"\n')
+    make_plugin(opp, "whole", "LsWhole")
+    env = cache_env(tmp_path)
+    for source in ("scan", "cache"):  # the record carries it into the cache and back
+        p = run_ls("--opp-path", str(opp), "--json", env=env)
+        j = json.loads(p.stdout)
+        assert j["source"] == source
+        by_name = {r["name"]: r for r in j["plugins"]}
+        assert by_name["halfproto"]["status"] == "ok" and by_name["halfproto"]["prototypes"] == ["LsHalf"]
+        assert by_name["halfproto"]["ops"] == []
+        assert by_name["whole"]["prototypes"] == []  # implemented prototypes are its ops
+    table = run_ls("--opp-path", str(opp), env=env).stdout
+    row = next(line for line in table.splitlines() if line.startswith("halfproto"))
+    assert "LsHalf (prototype)" in row and row.rstrip().endswith("ok"), table
+    # --op finds it by that op_type.
+    j = json.loads(run_ls("--opp-path", str(opp), "--json", "--op", "LsHalf", env=env).stdout)
+    assert [r["name"] for r in j["plugins"]] == ["halfproto"]
+
+
+def test_check_names_the_other_half_of_a_split_prototype(opp, tmp_path):
+    proto = make_plugin(opp, "splitproto", "unused", body=HALF_PROTO.format(op="LsSplit"))
+    impl = make_plugin(opp, "splitimpl", "unused", body=HALF_IMPL.format(op="LsSplit"))
+    env = cache_env(tmp_path)
+    # The folder checked at once: each half is a problem naming what to do.
+    p = run_ls("--check", str(opp), env=env)
+    assert p.returncode == 1, p.stdout
+    assert (f"{proto} registers the prototype of op_type 'LsSplit' (register_op) but no implementation "
+            "(register_op_impl): no node of it can run") in p.stdout, p.stdout
+    assert f"the prototype of op_type 'LsSplit' is registered by {proto}, another plugin" in p.stdout, p.stdout
+    assert p.stdout.count('"One plugin, one registry"') == 2, p.stdout
+    # The implementation checked alone, against an installed registry that has the prototype.
+    os.remove(impl)
+    assert run_ls("--opp-path", str(opp), "--json", env=env).returncode == 0  # writes the cache
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    impl = make_plugin(lone, "splitimpl", "unused", body=HALF_IMPL.format(op="LsSplit"))
+    j = json.loads(run_ls("--check", impl, "--json", env={**env, "ASCEND_CUSTOM_OPP_PATH": str(opp)}).stdout)
+    assert j["registry"]["source"] == "cache", j["registry"]
+    problem = j["problems"][0]
+    assert f"is registered by {proto}, another plugin" in problem["problem"], j
+    assert '"One plugin, one registry"' in problem["hint"], problem
+    # An implementation with no prototype anywhere keeps the plain hint.
+    make_plugin(lone, "orphan", "unused", body=HALF_IMPL.format(op="LsNowhere"))
+    p = run_ls("--check", str(lone / "orphan.py"), env={**env, "ASCEND_CUSTOM_OPP_PATH": str(opp)})
+    assert p.returncode == 1 and "another plugin" not in p.stdout and "register the op's prototype" in p.stdout

@@ -173,6 +173,7 @@ json ToJson(const PluginRecord& r, bool with_detail) {
     j["error_line"] = r.error.line;
   }
   if (!r.error.traceback.empty()) j["details"] = Utf8Text(r.error.traceback);
+  if (!r.error.op_type.empty()) j["error_op_type"] = Utf8Text(r.error.op_type);
   if (!r.warnings.empty()) {
     json w = json::array();
     for (const auto& x : r.warnings) w.push_back(Utf8Text(x));
@@ -212,6 +213,7 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
   in.String("error_kind", r.error.kind);
   in.String("error_type", r.error.exception);
   in.String("details", r.error.traceback);
+  in.String("error_op_type", r.error.op_type);
   in.String("error_file", r.error.file, false, true);
   in.Integer<int>("error_line", r.error.line, 1, INT32_MAX);
   in.String("conflicts_with", r.conflicts_with, false, true);

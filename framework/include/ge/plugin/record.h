@@ -45,6 +45,9 @@ struct PluginError {
   std::string file;       // the plugin file the error points into, when known
   int line = 0;           // its line (1-based), 0 when unknown
   std::string traceback;  // Python traceback or other detail, may be empty
+  // The op_type the error is about, when it is one op_type's (kind
+  // "prototype": the op_type whose prototype was not found), else "".
+  std::string op_type;
   bool empty() const { return message.empty(); }
   // "message (at file:line)" when a location is known and not already in the message.
   std::string OneLine() const;
@@ -95,7 +98,10 @@ struct PluginRecord {
   // rather than a Python plugin. Its `ops` are its C++ custom ops.
   bool op_library = false;
   // Op libraries: the op_types whose prototype (REG_OP) it registers, in
-  // registration order (also when it has no custom op).
+  // registration order (also when it has no custom op). Python plugins: the
+  // op_types it registers a prototype of (register_op) without implementing
+  // them (register_op_impl), sorted: no node of those can run, since each
+  // plugin's prototypes serve its own implementations only.
   std::vector<std::string> prototypes;
   // What loaded but deserves a look: "the Python prototype of X in P replaces
   // the C++ prototype from L", a prototype registered twice.
