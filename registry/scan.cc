@@ -24,6 +24,7 @@
 #include "ge/host/zygote.h"
 #include "ge/log_spdlog.h"
 #include "ge/text.h"
+#include "ge/spawn_attr.h"
 
 extern char** environ;
 
@@ -136,17 +137,9 @@ bool Spawn(const std::string& path, const ScanOptions& opts, Child& c, std::stri
   posix_spawn_file_actions_adddup2(&fa, in[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
   if (opts.quiet_children) posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
   // A process group of its own, as a zygote's scan child: a plugin signalling
   // its group hits only its scanner (share/docs/registry.md, "Processes").
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  const PlainSpawnAttr attr(/*own_process_group=*/true);
   const std::string scanner = opts.scanner.empty() ? DefaultScanner() : opts.scanner;
   std::vector<std::string> args{scanner};
   for (auto& a : ScannerArgs(opts)) args.push_back(std::move(a));
@@ -154,9 +147,8 @@ bool Spawn(const std::string& path, const ScanOptions& opts, Child& c, std::stri
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, scanner.c_str(), &fa, &attr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, scanner.c_str(), &fa, attr.get(), argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
   ::close(in[0]);
   ::close(out[1]);
   if (rc != 0) {

@@ -24,6 +24,7 @@
 #include "ge/op/op_registry.h"
 #include "ge/platform/platform_info.h"
 #include "ge/plugin/record.h"
+#include "ge/spawn_attr.h"
 #include "call_page.h"
 #include "shared_arena.h"
 #include "worker_access.h"
@@ -525,21 +526,11 @@ pid_t SpawnWorker(const std::string& exe, int* channel) {
   posix_spawn_file_actions_adddup2(&actions, child_end, kChildFd);
   std::string fd_arg = "--channel-fd=" + std::to_string(kChildFd);
   std::vector<char*> argv{const_cast<char*>(exe.c_str()), fd_arg.data(), nullptr};
-  // A plain process, whatever the engine did to its own signals: none
-  // blocked, every disposition the default (an engine that ignores SIGCHLD
-  // would otherwise make every child of the plugin vanish unwaited), as the
+  // A plain process, whatever the engine did to its own signals, as the
   // zygote's children are (zygote.cc, RunChild).
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  const PlainSpawnAttr attr;
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), environ);
-  posix_spawnattr_destroy(&attr);
+  const int rc = ::posix_spawn(&pid, exe.c_str(), &actions, attr.get(), argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(sv[1]);
   if (rc != 0) {

@@ -24,18 +24,6 @@ struct Header {
 };
 static_assert(sizeof(Header) == 8, "the record header is 8 bytes");
 
-spdlog::level::level_enum ToSpdlog(LogLevel l) {
-  switch (l) {
-    case LogLevel::kTrace: return spdlog::level::trace;
-    case LogLevel::kDebug: return spdlog::level::debug;
-    case LogLevel::kInfo: return spdlog::level::info;
-    case LogLevel::kWarn: return spdlog::level::warn;
-    case LogLevel::kError: return spdlog::level::err;
-    case LogLevel::kCritical: return spdlog::level::critical;
-    default: return spdlog::level::off;
-  }
-}
-
 // A component name the engine creates a logger for: the worker's own names
 // ("host", "plugin", ...); anything else is filed under "plugin".
 bool PlainName(const std::string& s) {

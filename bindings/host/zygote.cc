@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ge/text.h"
+#include "ge/spawn_attr.h"
 
 extern char** environ;
 
@@ -322,22 +323,14 @@ std::unique_ptr<ZygoteClient> ZygoteClient::Start(const std::vector<std::string>
   posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   if (stderr_fd >= 0) posix_spawn_file_actions_adddup2(&fa, stderr_fd, STDERR_FILENO);
   posix_spawn_file_actions_adddup2(&fa, stderr_fd >= 0 ? stderr_fd : STDERR_FILENO, STDOUT_FILENO);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  const PlainSpawnAttr attr;
   std::vector<std::string> args = argv;
   std::vector<char*> cargv;
   for (auto& a : args) cargv.push_back(a.data());
   cargv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = args.empty() ? EINVAL : posix_spawn(&pid, args[0].c_str(), &fa, &attr, cargv.data(), environ);
+  const int rc = args.empty() ? EINVAL : posix_spawn(&pid, args[0].c_str(), &fa, attr.get(), cargv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
   ::close(sv[1]);
   if (rc != 0) {
     *why = "cannot start the zygote " + (args.empty() ? std::string("(no program)") : args[0]) + ": " +

@@ -20,18 +20,6 @@ std::mutex g_mu;  // leaf lock: never held while waiting for anything else
 std::optional<LogLevel> g_level;
 std::shared_ptr<LogSink> g_user_sink;  // read and written with std::atomic_load/store
 
-constexpr spdlog::level::level_enum ToSpdlog(LogLevel l) {
-  switch (l) {
-    case LogLevel::kTrace: return spdlog::level::trace;
-    case LogLevel::kDebug: return spdlog::level::debug;
-    case LogLevel::kInfo: return spdlog::level::info;
-    case LogLevel::kWarn: return spdlog::level::warn;
-    case LogLevel::kError: return spdlog::level::err;
-    case LogLevel::kCritical: return spdlog::level::critical;
-    case LogLevel::kOff: return spdlog::level::off;
-  }
-  return spdlog::level::warn;
-}
 
 constexpr LogLevel FromSpdlog(spdlog::level::level_enum l) {
   switch (l) {

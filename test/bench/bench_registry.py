@@ -216,11 +216,43 @@ for code in ("pass", "import enum"):
 """
 
 
-def isolation_floor(n):
-    """(CPU ms per fresh sub-interpreter, the same with enum imported)."""
+# The other design, one plugin per forked child of a Python that has `ge`
+# imported (the zygote), pays for the pages the child writes: every page it
+# touches is copied (copy-on-write), however little the plugin does. A child
+# importing a four-line module, CPU and minor page faults per child.
+FORK_FLOOR_CODE = r"""
+import os, resource, sys, tempfile
+import ge._entry  # what the zygote holds
+n = int(sys.argv[1])
+d = tempfile.mkdtemp()
+for i in range(n):
+    with open(os.path.join(d, f"fp{i}.py"), "w") as f:
+        f.write("X = [i * i for i in range(100)]\nclass A:\n    def f(self):\n        return 1\n")
+sys.path.insert(0, d)
+r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+for i in range(n):
+    pid = os.fork()
+    if pid == 0:
+        __import__(f"fp{i}")
+        os._exit(0)
+    os.waitpid(pid, 0)
+r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+print((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000 / n, (r1.ru_minflt - r0.ru_minflt) / n)
+for i in range(n):
+    os.remove(os.path.join(d, f"fp{i}.py"))
+os.rmdir(d)
+"""
+
+
+def isolation_floor(n, python_dir):
+    """(CPU ms per fresh sub-interpreter, the same with enum imported, CPU ms
+    per forked child importing a tiny module, its page faults)."""
     out = subprocess.run(["/usr/bin/python3", "-S", "-c", FLOOR_CODE, str(n)], check=True,
                          capture_output=True, text=True).stdout.split()
-    return float(out[0]), float(out[1])
+    env = dict(os.environ, PYTHONPATH=python_dir, PYTHONDONTWRITEBYTECODE="1")
+    fork = subprocess.run(["/usr/bin/python3", "-S", "-c", FORK_FLOOR_CODE, str(n)], check=True,
+                          capture_output=True, text=True, env=env).stdout.split()
+    return float(out[0]), float(out[1]), float(fork[0]), float(fork[1])
 
 
 def main():
@@ -238,6 +270,7 @@ def main():
     if a.work and not a.warm_only:
         ap.error("--work needs --warm-only (the cold figures need a folder without caches)")
     ls = os.path.join(a.bin, "ge-plugin-ls")
+    python_dir = os.path.abspath(os.environ.get("GE_PLUGIN_PYTHON_DIR") or os.path.join(a.bin, "..", "python"))
     regd = os.path.join(a.bin, "ge-plugin-registryd")
     if a.work:
         work = os.path.abspath(a.work)
@@ -338,11 +371,14 @@ def main():
             print(f"  cold scan CPU per plugin (user+sys of all processes): {cold_cpu_ms:.2f} ms; "
                   f"GStreamer's per Python element: {gst_cold_cpu_ms:.2f} ms   "
                   f"{ratio(cold_cpu_ms, gst_cold_cpu_ms, COLD_GOAL)}")
-            bare, with_enum = isolation_floor(200)
+            bare, with_enum, fork_ms, faults = isolation_floor(200, python_dir)
             print(f"  isolation floor, CPU per plugin: a fresh sub-interpreter {bare:.2f} ms "
                   f"({bare / gst_cold_cpu_ms:.2f}x GStreamer's CPU per element), with enum {with_enum:.2f} ms "
                   f"({with_enum / gst_cold_cpu_ms:.2f}x): a cold scan that loads each plugin as the engine does "
                   f"costs at least this")
+            print(f"  isolation floor, one plugin per forked child of a Python with ge imported: {fork_ms:.2f} ms CPU "
+                  f"per child ({fork_ms / gst_cold_cpu_ms:.2f}x GStreamer's), {faults:.0f} page faults "
+                  f"(copy-on-write) each")
         if not a.warm_only:
             print(f"  cold scan per plugin (daemon start-up, incl. process start): {daemon_cold_ms:.2f} ms")
     finally:

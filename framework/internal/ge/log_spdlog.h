@@ -13,6 +13,20 @@
 
 namespace ge {
 
+// The spdlog level of `l` (kOff: off).
+constexpr spdlog::level::level_enum ToSpdlog(LogLevel l) noexcept {
+  switch (l) {
+    case LogLevel::kTrace: return spdlog::level::trace;
+    case LogLevel::kDebug: return spdlog::level::debug;
+    case LogLevel::kInfo: return spdlog::level::info;
+    case LogLevel::kWarn: return spdlog::level::warn;
+    case LogLevel::kError: return spdlog::level::err;
+    case LogLevel::kCritical: return spdlog::level::critical;
+    case LogLevel::kOff: return spdlog::level::off;
+  }
+  return spdlog::level::warn;
+}
+
 // The logger of `component`, created on first use on the shared sink
 // (stderr, or the LogSink of SetLogSink). Never null. Thread-safe.
 std::shared_ptr<spdlog::logger> Logger(const std::string& component);
