@@ -182,24 +182,17 @@ def test_execute_that_allocates_no_output_names_the_node_op_and_plugin(ge_run, w
 # A prototype and its implementation split over two plugins (GE imports every
 # custom-op file into one interpreter; here each plugin has its own registry):
 # share/docs/plugin-authors.md, "One plugin, one registry".
-SPLIT_PROTO = '''from ge.custom_op import register_op
-from ge.runtime import TensorDesc
+def _split_half(which, op_type="E2eSplitHalves"):
+    """The source of plugins/testing/split/split_<which>.py for `op_type`."""
+    import os
+    from pathlib import Path
+    text = (Path(os.environ.get("GE_SOURCE_DIR", Path(__file__).resolve().parents[2])) / "plugins" / "testing" /
+            "split" / f"split_{which}.py").read_text()
+    return text.replace("SplitHalves", op_type)
 
 
-@register_op(op_type="E2eSplitHalves")
-def proto(x: TensorDesc) -> TensorDesc:
-    return x
-'''
-
-SPLIT_IMPL = '''from ge.custom_op import register_op_impl
-from ge.runtime import Tensor
-
-
-@register_op_impl(op_type="E2eSplitHalves")
-class Impl:
-    def execute(self, x: Tensor) -> None:
-        pass
-'''
+SPLIT_PROTO = _split_half("proto")
+SPLIT_IMPL = _split_half("impl")
 
 
 def _write_plugin(folder, name, text, package=False, isolation=None):

@@ -183,23 +183,16 @@ def test_an_implementation_whose_op_type_is_a_typo_of_a_prototype_gets_a_suggest
 # A prototype and its implementation split over two plugins (GE lets separate
 # files share one interpreter; here each plugin has its own registrations):
 # share/docs/plugin-authors.md, "One plugin, one registry".
-HALF_PROTO = '''from ge.custom_op import register_op
-from ge.runtime import TensorDesc
+def _half(which):
+    """plugins/testing/split/split_<which>.py, its op_type a format field."""
+    from pathlib import Path
+    source = Path(os.environ.get("GE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+    text = (source / "plugins" / "testing" / "split" / f"split_{which}.py").read_text()
+    return text.replace("{", "{{").replace("}", "}}").replace("SplitHalves", "{op}")
 
 
-@register_op(op_type="{op}")
-def proto(x: TensorDesc) -> TensorDesc:
-    return x
-'''
-HALF_IMPL = '''from ge.custom_op import register_op_impl
-from ge.runtime import Tensor
-
-
-@register_op_impl(op_type="{op}")
-class Impl:
-    def execute(self, x: Tensor) -> None:
-        pass
-'''
+HALF_PROTO = _half("proto")
+HALF_IMPL = _half("impl")
 
 
 @pytest.mark.parametrize("isolation", [None, "process"])
