@@ -159,6 +159,9 @@ TensorDesc DescFromRecord(const TensorRecord& r);
 std::string ReplyProblem(const ExecuteReply& reply, uint32_t n_inputs);
 
 // ---- futex primitives (the rest of WaitFor) ----
+// Pauses WaitFor spins before it starts yielding its CPU every 16 (a few
+// microseconds: ge-bench-process, "The call page" in share/docs/host-design.md).
+inline constexpr unsigned kPureSpins = 64;
 void SpinPause() noexcept;
 void YieldCpu() noexcept;  // sched_yield
 // Sleeps while *addr == expected, at most `timeout`; spurious returns are fine.
@@ -174,8 +177,10 @@ Wait WaitFor(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& waiting, uint32
     if ((i & 15) == 15) {
       if (Clock::now() >= spin_end) break;
       // The other side may be waiting for this very CPU (the scheduler
-      // often wakes it next to its waker): let it run.
-      YieldCpu();
+      // often wakes it next to its waker): let it run, but not during the
+      // first kPureSpins pauses, within which an answer from another CPU
+      // usually comes (a sched_yield costs as much as a quick call).
+      if (i >= kPureSpins) YieldCpu();
     } else {
       SpinPause();
     }
