@@ -201,7 +201,7 @@ def cold_figures(a, ls, env, work, peer_missing):
 # is loaded into a fresh sub-interpreter, as the engine loads it: creating and
 # ending one (nothing imported), then with `enum` (the one standard module the
 # `ge` package needs that a new interpreter lacks). Measured in the Python the
-# host embeds, by a child process (share/docs/registry.md, "Cold scan").
+# host embeds, by a child process (share/docs/registry.md, "Figures").
 FLOOR_CODE = r"""
 import _xxsubinterpreters as si, sys, time
 n = int(sys.argv[1])
