@@ -104,6 +104,9 @@ struct Page {
   // counted after each is sent: an engine that sees it changed when an
   // answer comes drains the socket before it goes on.
   std::atomic<uint32_t> log_records;
+  // The engine's log level in effect (a ge::LogLevel), written with each
+  // request: the worker's lines are filtered at it, as the engine's are.
+  std::atomic<int32_t> log_level;
   alignas(64) ExecuteRequest request;
   alignas(64) ExecuteReply reply;
 };

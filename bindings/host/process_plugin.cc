@@ -162,7 +162,7 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, logsv) == 0) {
       link->log_worker_end = logsv[1];
       link->log = std::make_unique<WorkerLogReader>(
-          logsv[0], "plugin '" + cfg_.name + "' (" + cfg_.path + "), worker pid " + std::to_string(link->pid));
+          logsv[0], cfg_.name, "plugin '" + cfg_.name + "' (" + cfg_.path + "), worker pid " + std::to_string(link->pid));
     }
   } catch (const std::exception& e) {
     *why = e.what();
@@ -382,6 +382,9 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
     Outgoing out = build(cur);
     std::vector<uint64_t> frees = cur->TakeFrees();
     const uint32_t seq = ++cur->seq;
+    // The engine's level in effect, applied by the worker before the call
+    // (an embedding engine may have changed it since the worker started).
+    pg.log_level.store(static_cast<int32_t>(CurrentLogLevel()), std::memory_order_relaxed);
     bool sent = true;
     if (out.in_page) {
       const std::size_t n = std::min<std::size_t>(frees.size(), page::kMaxFrees);

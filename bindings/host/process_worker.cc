@@ -405,9 +405,16 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
     w.page = reinterpret_cast<page::Page*>(w.page_mapping->base());  // the engine constructed it
     if (fds.size() == 4) {
       // From here on our log lines (the plugin's prints among them) go to the
-      // engine's log, and so to its LogSink when it installed one.
-      SetLogSink(MakeWorkerLogSink(fds[3], &w.page->log_records));
+      // engine's log, and so to its LogSink when it installed one; on a high
+      // descriptor number, out of the way of a plugin's own files.
+      int log_fd = ::fcntl(fds[3], F_DUPFD_CLOEXEC, kWorkerLogFd);
+      if (log_fd >= 0) {
+        ::close(fds[3]);
+      } else {
+        log_fd = fds[3];
+      }
       fds[3] = -1;
+      SetLogSink(MakeWorkerLogSink(log_fd, &w.page->log_records));
     }
     InstallArenaAsTensorSource(w.own_arena);
     loaded = w.Load(init);
@@ -431,6 +438,7 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
   constexpr std::chrono::milliseconds kSlice{100};
   page::SpinPolicy spin;
   page::Page& pg = *w.page;
+  int32_t applied_level = -1;  // the level last taken from the page (-1: init's)
   // The channel broken under the engine's feet (a plugin closed or replaced
   // the descriptor): the worker ends with a code saying so.
   auto channel_lost = [] {
@@ -451,6 +459,13 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
     }
     spin.Observe(page::Clock::now() - idle);
     pg.taken_seq.store(seq, std::memory_order_release);
+    // The engine's level in effect for this call (and the lines between
+    // calls until the next one).
+    if (const int32_t lv = pg.log_level.load(std::memory_order_relaxed); lv != applied_level &&
+        lv >= static_cast<int32_t>(LogLevel::kTrace) && lv <= static_cast<int32_t>(LogLevel::kOff)) {
+      SetLogLevel(static_cast<LogLevel>(lv));
+      applied_level = lv;
+    }
     const page::Kind kind = pg.request_kind;
     if (kind == page::Kind::kBye) break;
     Json reply;

@@ -3,36 +3,26 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "ge/log_spdlog.h"
+#include "ge/text.h"
+#include "worker_wire.h"
 
 namespace ge::host {
 
 namespace {
 
-struct Header {
-  uint8_t level;
-  uint8_t reserved;
-  uint16_t component_len;
-  uint32_t message_len;
-};
-static_assert(sizeof(Header) == 8, "the record header is 8 bytes");
+using Json = nlohmann::json;
 
-// A component name the engine creates a logger for: the worker's own names
-// ("host", "plugin", ...); anything else is filed under "plugin".
-bool PlainName(const std::string& s) {
-  if (s.empty() || s.size() > 32) return false;
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.')) return false;
-  }
-  return true;
-}
+// The largest frame the reader takes: a record of the longest message the
+// sink writes, with room for its keys and component.
+constexpr std::size_t kMaxRecordFrame = kMaxLogMessage + 4096;
 
 class WorkerLogSink final : public LogSink {
  public:
@@ -42,29 +32,30 @@ class WorkerLogSink final : public LogSink {
   }
 
   void Write(LogLevel level, std::string_view component, std::string_view message) override {
-    if (component.size() > kMaxLogComponent) component = component.substr(0, kMaxLogComponent);
     std::string cut;
     if (message.size() > kMaxLogMessage) {
       cut.assign(message.substr(0, kMaxLogMessage - 64));
       cut += " ... (" + std::to_string(message.size()) + " bytes; cut)";
       message = cut;
     }
-    Header h{static_cast<uint8_t>(level), 0, static_cast<uint16_t>(component.size()),
-             static_cast<uint32_t>(message.size())};
-    std::string rec(reinterpret_cast<const char*>(&h), sizeof(h));
-    rec.append(component.data(), component.size());
-    rec.append(message.data(), message.size());
+    // Text, as nlohmann's MessagePack needs it: the sink's text is already
+    // TerminalSafe; Utf8Text makes any byte that is not UTF-8 a \xNN.
+    const Json rec = {{"level", static_cast<int>(level)},
+                      {"component", Utf8Text(component)},
+                      {"message", Utf8Text(message)}};
     std::lock_guard<std::mutex> lock(mu_);
     if (fd_ < 0) return;
-    for (std::size_t done = 0; done < rec.size();) {
-      const ssize_t n = ::send(fd_, rec.data() + done, rec.size() - done, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {  // the engine closed its end: nobody reads any more
+    if (!wire::Send(fd_, rec)) {
+      // The engine closed its end (EPIPE): ours is closed with the sink. A
+      // descriptor that is not a socket any more (a plugin closed ours, and
+      // may have reopened the number) is left alone: it is not ours.
+      if (errno == EBADF || errno == ENOTSOCK) {
+        fd_ = -1;
+      } else {
         ::close(fd_);
         fd_ = -1;
-        return;
       }
-      done += static_cast<std::size_t>(n);
+      return;
     }
     if (written_ != nullptr) written_->fetch_add(1, std::memory_order_release);
   }
@@ -81,7 +72,8 @@ std::shared_ptr<LogSink> MakeWorkerLogSink(int fd, std::atomic<uint32_t>* writte
   return std::make_shared<WorkerLogSink>(fd, written);
 }
 
-WorkerLogReader::WorkerLogReader(int fd, std::string who) : fd_(fd), who_(std::move(who)) {
+WorkerLogReader::WorkerLogReader(int fd, std::string plugin, std::string who)
+    : fd_(fd), plugin_(std::move(plugin)), who_(std::move(who)) {
   ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
   if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
   thread_ = std::thread([this] { Run(); });
@@ -107,6 +99,9 @@ void WorkerLogReader::Stop() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
   std::lock_guard<std::mutex> lock(mu_);
   ReadAvailable();
+  if (!ended_ && !buf_.empty()) {
+    Refuse("its log channel ended inside a record (" + std::to_string(buf_.size()) + " bytes left)");
+  }
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   ended_ = true;
@@ -126,12 +121,18 @@ void WorkerLogReader::Run() {
     if (wake_[0] >= 0 && (p[1].revents & POLLIN)) return;  // Stop() drains what is left
     if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!ReadAvailable()) {
-        ended_ = true;
-        return;
-      }
+      if (!ReadAvailable()) return;
     }
   }
+}
+
+void WorkerLogReader::Refuse(const std::string& why) {
+  Logger("host")->warn("{}: {} (a plugin writing on the log socket's descriptor?); its later log lines are dropped",
+                       who_, why);
+  buf_.clear();
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ended_ = true;
 }
 
 bool WorkerLogReader::ReadAvailable() {
@@ -149,26 +150,35 @@ bool WorkerLogReader::ReadAvailable() {
     break;
   }
   std::size_t at = 0;
-  while (buf_.size() - at >= sizeof(Header)) {
-    Header h;
-    std::memcpy(&h, buf_.data() + at, sizeof(h));
-    if (h.level > static_cast<uint8_t>(LogLevel::kCritical) || h.component_len > kMaxLogComponent ||
-        h.message_len > kMaxLogMessage) {
-      Logger("host")->warn("{}: its log channel carried a malformed record (a plugin wrote on the descriptor?); its "
-                           "later log lines are dropped",
-                           who_);
-      buf_.clear();
-      ::close(fd_);
-      fd_ = -1;
+  while (buf_.size() - at >= sizeof(uint32_t)) {
+    uint32_t len = 0;
+    std::memcpy(&len, buf_.data() + at, sizeof(len));
+    if (len > kMaxRecordFrame) {
+      Refuse("its log channel announced a record of " + std::to_string(len) + " bytes (at most " +
+             std::to_string(kMaxRecordFrame) + ")");
       return false;
     }
-    const std::size_t whole = sizeof(Header) + h.component_len + h.message_len;
-    if (buf_.size() - at < whole) break;
-    std::string component = buf_.substr(at + sizeof(Header), h.component_len);
-    if (!PlainName(component)) component = "plugin";
-    const std::string_view message(buf_.data() + at + sizeof(Header) + h.component_len, h.message_len);
-    Logger(component)->log(ToSpdlog(static_cast<LogLevel>(h.level)), "{}", message);
-    at += whole;
+    if (buf_.size() - at - sizeof(uint32_t) < len) break;
+    const auto* body = reinterpret_cast<const uint8_t*>(buf_.data() + at + sizeof(uint32_t));
+    const Json rec = Json::from_msgpack(body, body + len, /*strict=*/true, /*allow_exceptions=*/false);
+    at += sizeof(uint32_t) + len;
+    const bool fields = rec.is_object() && rec.contains("level") && rec["level"].is_number_integer() &&
+                        rec.contains("component") && rec["component"].is_string() && rec.contains("message") &&
+                        rec["message"].is_string();
+    const int level = fields ? rec["level"].get<int>() : -1;
+    if (level < static_cast<int>(LogLevel::kTrace) || level > static_cast<int>(LogLevel::kCritical)) {
+      Refuse("its log channel carried a frame that is not a log record");
+      return false;
+    }
+    // The worker's own components keep their name; anything else is the
+    // plugin's doing and is filed as the plugin's, with its name.
+    const std::string& component = rec["component"].get_ref<const std::string&>();
+    const std::string message = Utf8Text(rec["message"].get_ref<const std::string&>());
+    if (component == "host" || component == "plugin") {
+      Logger(component)->log(ToSpdlog(static_cast<LogLevel>(level)), "{}", message);
+    } else {
+      Logger("plugin")->log(ToSpdlog(static_cast<LogLevel>(level)), "[{}] {}", plugin_, message);
+    }
   }
   buf_.erase(0, at);
   return open;

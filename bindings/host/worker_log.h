@@ -6,15 +6,19 @@
 // engine could tell a process plugin from an in-process one by where its
 // lines go. So the engine gives each worker one end of a stream socket at
 // init, the worker's log sink writes each line on it as a record, and the
-// engine re-emits every record through its own logger of the same component:
-// its level, its sink (or its stderr, formatted as its own lines).
+// engine re-emits every record through its own logger: its level, its sink
+// (or its stderr, formatted as its own lines). The engine's level in effect
+// travels to the worker with every request (the call page's log_level).
 // share/docs/host-design.md, "Process isolation" (Log lines).
 //
-// Record: an 8-byte header (level: 1 byte, 0 = trace .. 5 = critical; 1
-// reserved byte; component length: 2 bytes; message length: 4 bytes; host
-// byte order, the two ends are one machine), then the component and the
-// message (UTF-8, already TerminalSafe with newlines kept). Our own framing:
-// a fixed header read in place; no serialization library is worth it here.
+// Record: one frame of the engine <-> worker wire (worker_wire.h: a uint32
+// length, then MessagePack through nlohmann-json) holding {"level": 0..5
+// (trace .. critical), "component": "host" or "plugin", "message": text}.
+// The engine trusts nothing in it: the plugin shares the worker's process and
+// can write on the descriptor. A component other than the worker's own two is
+// filed under "plugin" with the plugin's name; the text is made valid UTF-8
+// and terminal-safe again; a frame that is not a record ends the reading with
+// one warning naming the plugin.
 #pragma once
 
 #include <atomic>
@@ -29,16 +33,19 @@
 
 namespace ge::host {
 
-// Bounds of one record: a longer message is cut by the writer (with a note),
-// a longer field makes the reader stop (the channel is not ours any more).
-constexpr std::size_t kMaxLogComponent = 64;
-constexpr std::size_t kMaxLogMessage = 1u << 20;
+// A line longer than this is cut by the worker's sink, with a note (16 MiB).
+constexpr std::size_t kMaxLogMessage = 16u << 20;
+// Where the worker keeps its end of the log socket: a high descriptor number
+// of its own, so that a plugin that closes and reopens low numbers does not
+// get it (and the sink does not write into a file of the plugin's).
+constexpr int kWorkerLogFd = 1000;
 
 // Worker side: a LogSink writing records on `fd` (owned: closed when the sink
-// is destroyed) and counting them in `*written` (borrowed, may be null; the
-// call page's log_records, valid while the worker runs). Write blocks while
-// the socket is full (the engine's reader drains it concurrently); once a
-// write fails (the engine closed its end) the sink drops every later line.
+// is destroyed, unless it was found no longer ours) and counting them in
+// `*written` (borrowed, may be null; the call page's log_records, valid while
+// the worker runs). Write blocks while the socket is full (the engine's
+// reader drains it concurrently); once a write fails (the engine closed its
+// end, or a plugin closed the descriptor) the sink drops every later line.
 // Thread-safe; never throws, never logs.
 std::shared_ptr<LogSink> MakeWorkerLogSink(int fd, std::atomic<uint32_t>* written);
 
@@ -47,13 +54,14 @@ std::shared_ptr<LogSink> MakeWorkerLogSink(int fd, std::atomic<uint32_t>* writte
 // calling thread, what has arrived so far (a call's answer comes after the
 // lines the worker logged during the call, so draining after the answer puts
 // them before whatever the engine logs next). Stop() drains what is left and
-// ends the thread; the destructor stops. A malformed record (a plugin writing
-// on the descriptor) stops the reading with one warning naming `who`.
-// Thread-safe; never takes a lock while holding the GIL, and is never called
-// with one held by its caller (process_plugin.cc).
+// ends the thread (a record left incomplete is reported once); the destructor
+// stops. `plugin` is the plugin's name (the tag of a record filed under
+// "plugin"), `who` names the plugin and worker in the reader's own warnings.
+// Thread-safe; its lock is a leaf (the sink it emits into must not log), and
+// it is never called with the GIL held (process_plugin.cc).
 class WorkerLogReader {
  public:
-  WorkerLogReader(int fd, std::string who);
+  WorkerLogReader(int fd, std::string plugin, std::string who);
   ~WorkerLogReader();
   WorkerLogReader(const WorkerLogReader&) = delete;
   WorkerLogReader& operator=(const WorkerLogReader&) = delete;
@@ -66,10 +74,13 @@ class WorkerLogReader {
   // Reads what is there (non-blocking) and emits the whole records; false at
   // the end of the stream or when reading stopped. Under mu_.
   bool ReadAvailable();
+  // Ends the reading with one warning. Under mu_.
+  void Refuse(const std::string& why);
 
-  std::mutex mu_;  // leaf lock: guards fd_, buf_, ended_ (the sink it emits into must not log)
+  std::mutex mu_;
   int fd_;
   int wake_[2] = {-1, -1};  // a pipe: Stop() writes, the thread wakes
+  std::string plugin_;
   std::string who_;
   std::string buf_;
   bool ended_ = false;

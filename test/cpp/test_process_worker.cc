@@ -611,6 +611,7 @@ struct StderrToFile {
 };
 
 const char* kTalkative = R"(import os
+import struct
 from ge.custom_op import get_execute_ctx, register_op, register_op_impl
 from ge.runtime import Tensor, TensorDesc
 
@@ -631,6 +632,16 @@ class Talk:
             os.kill(os.getpid(), 11)
         if mode == 2:
             print("x" * 300000)  # more than the log socket holds: the engine drains as it waits
+        if mode in (4, 5):
+            # Written by hand on the worker's log socket (the plugin shares its process).
+            fd = max(int(f) for f in os.listdir("/proc/self/fd") if int(f) >= 1000)
+            def s(b):
+                return bytes([0xa0 + len(b)]) + b
+            if mode == 4:  # a record claiming to be the engine's, with a byte that is not UTF-8
+                body = b"\x83" + s(b"level") + b"\x03" + s(b"component") + s(b"engine") + s(b"message") + s(b"spoof \xff!")
+                os.write(fd, struct.pack("=I", len(body)) + body)
+            else:  # a frame announced and never finished
+                os.write(fd, struct.pack("=I", 1 << 20) + b"abc")
         get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
 )";
 
@@ -727,4 +738,48 @@ BOOST_AUTO_TEST_CASE(workers_start_with_default_signals_whatever_the_engine_set)
     BOOST_CHECK_MESSAGE(seen[0] == 0.0f, (spawn ? "spawned" : "forked") << " worker: SIGCHLD is ignored");
     BOOST_CHECK_MESSAGE(seen[1] == 0.0f, (spawn ? "spawned" : "forked") << " worker: " << seen[1] << " signals blocked");
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_level_raised_after_the_load_reaches_the_worker) {
+  ge_test::TempDir tmp;
+  const fs::path pkg = WriteTalkative(tmp);
+  StderrToFile err(tmp.path / "stderr.txt");
+  auto sink = std::make_shared<CaptureSink>();
+  ge::SetLogSink(sink);
+  ge::SetLogLevel(ge::LogLevel::kWarn);
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  BOOST_REQUIRE(host.LoadPlugin(pkg.string()).ok());
+  BOOST_CHECK(!sink->Has("plugin", "talkative imported"));  // info, below warn
+  ge::SetLogLevel(ge::LogLevel::kInfo);  // as an embedding engine may, at any time
+  const Call c = Exec(reg, "ProcTalk", {0.0f});
+  BOOST_REQUIRE_MESSAGE(c.rc == GRAPH_SUCCESS, c.status.message());
+  BOOST_CHECK_MESSAGE(sink->Has("plugin", "talkative executes mode 0"), sink->All());
+  host.UnloadAll();
+}
+
+BOOST_AUTO_TEST_CASE(what_a_plugin_writes_on_the_log_socket_is_not_believed) {
+  ge_test::TempDir tmp;
+  const fs::path pkg = WriteTalkative(tmp);
+  StderrToFile err(tmp.path / "stderr.txt");
+  auto sink = std::make_shared<CaptureSink>();
+  ge::SetLogSink(sink);
+  ge::SetLogLevel(ge::LogLevel::kInfo);
+  OpRegistry reg;
+  PluginHost host(Opts({}), reg);
+  BOOST_REQUIRE(host.LoadPlugin(pkg.string()).ok());
+  // A record naming another component is filed as the plugin's, tagged with
+  // its name; a byte that is not UTF-8 reaches the sink as \xNN.
+  const Call spoof = Exec(reg, "ProcTalk", {4.0f});
+  BOOST_REQUIRE_MESSAGE(spoof.rc == GRAPH_SUCCESS, spoof.status.message());
+  BOOST_CHECK_MESSAGE(sink->Has("plugin", "[talkative] spoof \\xff!"), sink->All());
+  BOOST_CHECK(!sink->Has("engine", "spoof"));
+  // A frame never finished: reported once when the worker ends, with the plugin named.
+  const Call cut = Exec(reg, "ProcTalk", {5.0f});
+  BOOST_REQUIRE_MESSAGE(cut.rc == GRAPH_SUCCESS, cut.status.message());
+  const Call after = Exec(reg, "ProcTalk", {0.0f});  // the engine goes on
+  BOOST_REQUIRE_MESSAGE(after.rc == GRAPH_SUCCESS, after.status.message());
+  host.UnloadAll();
+  BOOST_CHECK_MESSAGE(sink->Has("host", "plugin 'talkative'") && sink->Has("host", "ended inside a record"),
+                      sink->All());
 }
