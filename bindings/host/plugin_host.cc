@@ -104,6 +104,29 @@ constexpr const char* kSplitAdvice =
     "a prototype and its implementation must be in the same plugin (one file, or one package whose modules "
     "import each other)";
 
+// The op_types the pending Python exception says its plugin implemented
+// before it failed (ge._entry's __ge_op_types__), leaving the exception
+// pending for FetchPythonError. Under the GIL.
+std::vector<std::string> PendingOpTypes() {
+  std::vector<std::string> out;
+  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (value != nullptr) {
+    py::OwnedRef list = py::OwnedRef::Steal(PyObject_GetAttrString(value, "__ge_op_types__"));
+    if (list && PyList_Check(list.get())) {
+      for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.get()); ++i) {
+        const char* s = PyUnicode_Check(PyList_GET_ITEM(list.get(), i)) ? PyUnicode_AsUTF8(PyList_GET_ITEM(list.get(), i))
+                                                                         : nullptr;
+        if (s != nullptr) out.emplace_back(s);
+      }
+    }
+    PyErr_Clear();
+  }
+  PyErr_Restore(type, value, tb);
+  return out;
+}
+
 // The one module the host calls into (bindings/python/ge/_entry.py).
 bp::object Entry() { return bp::import("ge._entry"); }
 
@@ -275,7 +298,9 @@ struct PluginHost::Impl {
   std::set<std::string> loaded_paths;                      // plugin paths tried (ok or not)
   // op_type -> "plugin 'P' (path)" of each Python prototype a loaded plugin
   // registered itself: the note on another plugin's "canonical IR not found".
-  std::map<std::string, std::string> python_protos;
+  std::map<std::string, std::vector<std::string>> python_protos;
+  // Plugins not loaded whose op_types carry a note in the registry (NoteNotLoaded).
+  std::vector<std::string> noted_sources;
   std::set<std::pair<std::string, std::string>> problems_reported;  // (path, error) of discovery problems
   // Python adapters and process proxies: strong refs, released outside any lock.
   std::vector<std::shared_ptr<CapabilityReportingOp>> adapters;
@@ -355,6 +380,9 @@ struct PluginHost::Impl {
     // Per adapter: the IMPL_OP infer functions of that C++ prototype (null when none or not bound).
     std::vector<std::pair<InferShapeKernelFunc, InferDataTypeKernelFunc>> bound_infer;
     std::vector<std::string> own_protos;  // op_types of the prototypes the plugin registered itself
+    // Not loaded: the op_types it implements (as far as it got), each noted
+    // in the registry as "implemented by this plugin, which was not loaded".
+    std::vector<std::string> attempted;
   };
 
   // The record of each op a loading plugin makes: its capabilities (with
@@ -464,6 +492,7 @@ struct PluginHost::Impl {
       if (l.report.description.empty()) l.report.description = bp::extract<std::string>(imported["description"]);
       before = imported["before"];
     } catch (const bp::error_already_set&) {
+      l.attempted = PendingOpTypes();
       Fail(l, py::FetchPythonError(c.name, c.path, "import"), "import");
       return;
     }
@@ -478,11 +507,16 @@ struct PluginHost::Impl {
           bp::extract<bp::dict>(entry.attr("collect")(c.name, before, l.sub, library_irs, failed_libraries));
       bp::list impls = bp::extract<bp::list>(collected["impls"]);
       bp::list own_protos = bp::extract<bp::list>(collected["protos"]);
+      std::set<std::string> implemented;
+      for (Py_ssize_t i = 0; i < bp::len(impls); ++i) {
+        implemented.insert(bp::extract<std::string>(bp::extract<bp::dict>(impls[i])()["op_type"]));
+      }
       for (Py_ssize_t i = 0; i < bp::len(own_protos); ++i) {
         const std::string op_type = bp::extract<std::string>(own_protos[i]);
         l.own_protos.push_back(op_type);
         auto cpp = cpp_protos.find(op_type);
-        if (cpp == cpp_protos.end()) continue;
+        // A prototype this plugin does not implement serves nobody: it replaces nothing.
+        if (cpp == cpp_protos.end() || !implemented.count(op_type)) continue;
         // GE's rule: a Python prototype replaces a C++ one of the same op_type,
         // except that of a C++ custom op, which keeps its own.
         auto op = registry.Find(op_type);
@@ -529,6 +563,7 @@ struct PluginHost::Impl {
         l.keys.emplace_back(op_type, key);
       }
     } catch (const bp::error_already_set&) {
+      l.attempted = PendingOpTypes();
       Fail(l, py::FetchPythonError(c.name, c.path, "validation"), "validation");
       return;
     }
@@ -612,6 +647,7 @@ struct PluginHost::Impl {
              "op_type '" + a->GetSchema().op_type + "' from " + c.path + " conflicts with the one from " +
                  existing->source + ConflictRule(existing->source));
         r.ops = OpRecordsOf(l);
+        for (const auto& op : r.ops) l.attempted.push_back(op.op_type);
         l.made.clear();  // the last proxy ends the worker
         return;
       }
@@ -660,10 +696,10 @@ struct PluginHost::Impl {
       if (!st.ok()) {
         for (const auto& op : done) registry.Unregister(op);
         Stop(l, plugin::PluginStatus::kConflict, "conflict", st.message());
+        for (const auto& m : l.made) l.attempted.push_back(m->GetSchema().op_type);
         l.made.clear();  // releases the adapters (each in its interpreter) and then the sub-interpreter
         if (!l.sub && !l.process) ForgetMain(l.plugin.name, l.keys);
-        log->info("plugin '{}' ({}) not loaded: {}", r.name, r.path, r.error.message);
-        return;
+        return;  // LoadBatch logs it
       }
       done.push_back(a->GetSchema().op_type);
     }
@@ -676,8 +712,9 @@ struct PluginHost::Impl {
     l.made.clear();
     // Inside a worker the engine logs the load (as "process"); the worker's
     // own line says where it is, not only the main interpreter it uses there.
-    log->info("plugin '{}' loaded from {} ({}{}): {} op(s)", r.name, r.path, r.isolation,
-              in_worker ? ", in its worker process" : "", done.size());
+    // (debug there: the engine's own line follows at info.)
+    log->log(in_worker ? spdlog::level::debug : spdlog::level::info, "plugin '{}' loaded from {} ({}{}): {} op(s)", r.name,
+             r.path, r.isolation, in_worker ? ", in its worker process" : "", done.size());
   }
 
   // Loads a batch of discovered plugins: main-interpreter plugins first (an
@@ -712,11 +749,27 @@ struct PluginHost::Impl {
     for (auto& l : batch) {
       if (!l.go_on) {
         NoteSplitPrototype(l);
+        NoteNotLoaded(l);
         log->info("plugin '{}' ({}) not loaded: {}", l.report.name, l.report.path, l.report.error.OneLine());
       }
       out.push_back(l.report);
     }
     return out;
+  }
+
+  // A plugin that was not loaded: each op_type it implements (as far as its
+  // load got) is noted in the registry, so that a node of one is told which
+  // plugin would have served it and why it did not (over a prototype-only
+  // plugin's note: the split advice would mislead).
+  void NoteNotLoaded(const Loading& l) {
+    if (l.attempted.empty()) return;
+    const std::string split = SplitNote(l);
+    const std::string why = "plugin '" + l.plugin.name + "' (" + l.plugin.path + "), which implements it, was not loaded" +
+                            (split.empty() ? " (" + std::string(plugin::StatusName(l.report.status)) +
+                                                 "): " + Abbreviate(l.report.error.OneLine(), 400)
+                                           : ": " + split);
+    for (const auto& op_type : l.attempted) registry.NoteUnimplemented(op_type, why, l.plugin.path, /*overrides=*/true);
+    noted_sources.push_back(l.plugin.path);
   }
 
   // After a plugin is registered: its prototypes become known to the others'
@@ -732,9 +785,12 @@ struct PluginHost::Impl {
     // record lists those it does not implement.
     const std::vector<std::string>& own = l.process ? l.report.prototypes : l.own_protos;
     for (const auto& op_type : own) {
-      python_protos.emplace(op_type, who);
+      python_protos[op_type].push_back(who);
       if (implemented.count(op_type)) continue;
       unimplemented.insert(op_type);
+      // An op library prototypes it too: implementations bind to that one
+      // (share/docs/op-packages.md), so this prototype is no half of a split.
+      if (cpp_protos.count(op_type)) continue;
       registry.NoteUnimplemented(op_type,
                                  who + " registers its prototype (register_op) but no loaded plugin implements it "
                                        "(register_op_impl); " + kSplitAdvice,
@@ -747,12 +803,22 @@ struct PluginHost::Impl {
   // another loaded plugin prototypes: the two halves were split over two
   // plugins, which do not see each other's registrations.
   void NoteSplitPrototype(Loading& l) {
+    const std::string split = SplitNote(l);
+    if (!split.empty()) l.report.error.message += "; " + split;
+  }
+
+  // "the prototype of op_type 'X' is registered by plugin 'P' (path), another
+  // plugin: <advice>" for a plugin that failed with "canonical IR not found"
+  // for an op_type another loaded plugin prototypes; "" otherwise.
+  std::string SplitNote(const Loading& l) const {
     const std::string& op_type = l.report.error.op_type;
-    if (l.report.error.kind != "prototype" || op_type.empty()) return;
+    if (l.report.error.kind != "prototype" || op_type.empty()) return {};
     auto it = python_protos.find(op_type);
-    if (it == python_protos.end()) return;
-    l.report.error.message += "; the prototype of op_type '" + op_type + "' is registered by " + it->second +
-                              ", another plugin: " + kSplitAdvice;
+    if (it == python_protos.end()) return {};
+    std::string who;
+    for (std::size_t i = 0; i < it->second.size(); ++i) who += (i ? " and " : "") + it->second[i];
+    return "the prototype of op_type '" + Abbreviate(op_type) + "' is registered by " + who +
+           (it->second.size() > 1 ? ", other plugins: " : ", another plugin: ") + kSplitAdvice;
   }
 
   // ---- op libraries (share/docs/op-packages.md) ----
@@ -1035,6 +1101,8 @@ struct PluginHost::Impl {
     cpp_protos.clear();
     failed_protos.clear();
     python_protos.clear();
+    for (const auto& src : noted_sources) registry.UnregisterSource(src);
+    noted_sources.clear();
     library_sources.clear();
     prototype_libraries_loaded = false;
   }

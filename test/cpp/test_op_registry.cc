@@ -160,6 +160,18 @@ BOOST_AUTO_TEST_CASE(unimplemented_notes_are_not_registrations) {
   BOOST_CHECK(reg.Find("P"));
 }
 
+BOOST_AUTO_TEST_CASE(a_note_that_overrides_replaces_one_that_does_not) {
+  OpRegistry reg;
+  reg.NoteUnimplemented("X", "prototype only in p", "p.py");
+  reg.NoteUnimplemented("X", "implemented by q, not loaded", "q.py", /*overrides=*/true);
+  BOOST_CHECK_EQUAL(reg.UnimplementedNote("X"), "implemented by q, not loaded");
+  reg.NoteUnimplemented("X", "prototype only in r", "r.py");  // a weaker note never replaces it
+  reg.NoteUnimplemented("X", "implemented by s, not loaded", "s.py", true);  // nor does a second strong one
+  BOOST_CHECK_EQUAL(reg.UnimplementedNote("X"), "implemented by q, not loaded");
+  reg.UnregisterSource("q.py");
+  BOOST_CHECK_EQUAL(reg.UnimplementedNote("X"), "");
+}
+
 BOOST_AUTO_TEST_CASE(conflict_names_both_sources) {
   OpRegistry reg;
   BOOST_REQUIRE(reg.Register(MakeReg("Dup", "/opp/first.py")).ok());

@@ -218,9 +218,11 @@ def test_split_prototype_and_implementation_name_the_other_plugin(ge_run, write_
     impl = _write_plugin(opp, impl_name, SPLIT_IMPL)
     g = write_graph([node("n0", "E2eSplitHalves", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
     res = ge_run(g, opp_path=(str(opp),))
-    # The node: its op_type has a prototype (named with its plugin and file) and no implementation.
-    assert_failed_cleanly(res, "'n0'", "unknown op_type 'E2eSplitHalves'", f"plugin '{proto_name}' ({proto})",
-                          "no loaded plugin implements it", "must be in the same plugin")
+    # The node: the plugin that implements its op_type was not loaded, because
+    # the prototype (named with its plugin and file) is in another plugin.
+    assert_failed_cleanly(res, "'n0'", "unknown op_type 'E2eSplitHalves'",
+                          f"plugin '{impl_name}' ({impl}), which implements it, was not loaded",
+                          f"registered by plugin '{proto_name}' ({proto}), another plugin", "must be in the same plugin")
     # The implementation's plugin: its load failure names where the prototype is, whatever the order.
     warning = next(line for line in res.stderr.splitlines() if f"plugin {impl_name} not loaded" in line)
     assert "canonical IR not found" in warning and str(impl) in warning, warning
@@ -252,3 +254,33 @@ def test_prototype_with_an_implementation_elsewhere_in_the_same_plugin_runs(ge_r
     # It resolves and runs: the failure is the execute's own (no output), not an unknown op_type.
     assert_failed_cleanly(res, "'n0'", "execute did not allocate output 0")
     assert "unknown op_type" not in res.stderr
+
+
+BAD_SIGNATURE = SPLIT_PROTO + SPLIT_IMPL.split("\n", 1)[1].replace("x: Tensor)", "x: Tensor, y: Tensor)")
+CONFLICTING = (SPLIT_PROTO + SPLIT_IMPL.split("\n", 1)[1]).replace("E2eSplitHalves", "{op}")
+
+
+def test_a_node_whose_implementing_plugin_was_not_loaded_names_it(ge_run, write_graph, tmp_path):
+    # The kind: the plugin that implements the op_type failed (a signature
+    # that does not match), or lost a conflict over another of its op_types.
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    bad = _write_plugin(opp, "badsig", BAD_SIGNATURE)
+    g = write_graph([node("n0", "E2eSplitHalves", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=(str(opp),))
+    assert_failed_cleanly(res, "'n0'", "unknown op_type 'E2eSplitHalves'",
+                          f"plugin 'badsig' ({bad}), which implements it, was not loaded (error)",
+                          "invalid execute signature")
+    assert "registered op_types" not in res.stderr  # the note replaces the list of other op_types
+    # A conflict over another op_type: the first plugin takes E2eOther, the
+    # second (which also implements E2eConflictLoser) is not loaded.
+    opp2 = tmp_path / "opp2"
+    opp2.mkdir()
+    _write_plugin(opp2, "a_first", CONFLICTING.format(op="E2eOther"))
+    loser = _write_plugin(opp2, "b_second", CONFLICTING.format(op="E2eOther") +
+                          CONFLICTING.format(op="E2eConflictLoser").replace("def proto", "def proto2")
+                          .replace("class Impl", "class Impl2"))
+    g = write_graph([node("n0", "E2eConflictLoser", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=(str(opp2),))
+    assert_failed_cleanly(res, "'n0'", f"plugin 'b_second' ({loser}), which implements it, was not loaded (conflict)",
+                          "E2eOther")

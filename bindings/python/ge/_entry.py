@@ -57,6 +57,7 @@ def import_plugin(name, path, is_package, subinterpreter):
         module = _loader.import_plugin(name, name, path, is_package)
     except BaseException as exc:
         refused = _loader.refused_extensions()
+        _note_op_types(exc, before)
         abandon(name, before, subinterpreter)
         if refused:
             # The refusal is the cause: its fix once, then the first line of
@@ -70,6 +71,19 @@ def import_plugin(name, path, is_package, subinterpreter):
         raise
     meta = _loader.module_metadata(module)
     return {"version": meta["version"], "description": meta["description"], "before": before}
+
+
+def _note_op_types(exc, before, attempted=None):
+    """Tell the host which op_types the failing plugin had implemented so far
+    (``__ge_op_types__``, sorted; ``attempted`` when taken earlier): a node of
+    one of them is then told that this plugin, which implements it, was not
+    loaded."""
+    try:
+        if attempted is None:
+            attempted = sorted({d.op_type for d in _host._new_since(before)[1] if isinstance(d.op_type, str)})
+        exc.__ge_op_types__ = list(attempted)
+    except Exception:  # an exception that takes no attributes: nothing to tell
+        pass
 
 
 def abandon(name, before, subinterpreter):
@@ -105,7 +119,7 @@ def _close_op_type_note(op_type, known):
     if not op_type or not known:
         return ""
     import difflib  # only on this error path: a plugin's interpreter never pays for it
-    close = difflib.get_close_matches(op_type, sorted(set(known)), n=1, cutoff=0.75)
+    close = difflib.get_close_matches(op_type, sorted(set(known) - {op_type}), n=1, cutoff=0.75)
     return f" (did you mean '{close[0]}', whose prototype is registered?)" if close else ""
 
 
@@ -131,11 +145,16 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
     undoing the plugin's registrations; RuntimeError "canonical IR not found
     ..." (``__ge_kind__`` "prototype") when an implementation has a prototype
     neither in this plugin nor in an op library."""
+    attempted = None
     try:
         library = {op_type: _library_proto(ir) for op_type, ir in (library_irs or {}).items()}
         # The prototypes an implementation's op_type could have meant (before
-        # a failed collect undoes the plugin's registrations).
-        known = [d.op_type for d in _proto_api.get_registered_op_protos()] + list(library)
+        # a failed collect undoes the plugin's registrations): its own and the
+        # op libraries', never another plugin's (the main interpreter holds
+        # those of every main-isolation plugin; they do not serve this one).
+        known = [p.op_type for p in _host._new_since(before)[0]] + list(library)
+        # What the plugin implements, taken before a failed collect removes it.
+        attempted = sorted({d.op_type for d in _host._new_since(before)[1] if isinstance(d.op_type, str)})
         try:
             collected = _host.collect(before, library)
         except RuntimeError as exc:
@@ -174,7 +193,8 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
                 "revalidate": partial(validate_impl, descriptor, "compile",
                                       library[op_type] if bound else proto),
             })
-    except BaseException:
+    except BaseException as exc:
+        _note_op_types(exc, before, attempted)
         abandon(name, before, subinterpreter)
         raise
     return {"impls": out, "protos": sorted(irs)}

@@ -108,9 +108,15 @@ std::vector<std::string> OpRegistry::ListOpTypes() const {
   return names;
 }
 
-void OpRegistry::NoteUnimplemented(const std::string& op_type, std::string why, const std::string& source) {
+void OpRegistry::NoteUnimplemented(const std::string& op_type, std::string why, const std::string& source,
+                                   bool overrides) {
   std::unique_lock lock(mu_);
-  unimplemented_.emplace(op_type, Note{std::move(why), source});
+  auto it = unimplemented_.find(op_type);
+  if (it == unimplemented_.end()) {
+    unimplemented_.emplace(op_type, Note{std::move(why), source, overrides});
+  } else if (overrides && !it->second.overrides) {
+    it->second = Note{std::move(why), source, overrides};
+  }
 }
 
 std::string OpRegistry::UnimplementedNote(const std::string& op_type) const {

@@ -61,13 +61,16 @@ class OpRegistry {
   std::vector<std::string> ListOpTypes() const;  // sorted
   std::size_t Size() const;
 
-  // Why an op_type that is not registered is known anyway: a plugin
-  // registered a prototype for it (register_op) and no implementation. `why`
-  // names that plugin and its file; the engine adds it to its "unknown
-  // op_type" error. The first note of an op_type stays. Notes are not
+  // Why an op_type that is not registered is known anyway: a plugin that
+  // implements it was not loaded (an error, a conflict; `overrides`), or a
+  // plugin registered a prototype for it (register_op) and no
+  // implementation. `why` names that plugin and its file; the engine adds it
+  // to its "unknown op_type" error. A note with `overrides` replaces one
+  // without; otherwise the first note of an op_type stays. Notes are not
   // registrations: Find, Create and ListOpTypes never see them, and
   // UnregisterSource(`source`) removes them with the source's ops.
-  void NoteUnimplemented(const std::string& op_type, std::string why, const std::string& source);
+  void NoteUnimplemented(const std::string& op_type, std::string why, const std::string& source,
+                         bool overrides = false);
   // The note of `op_type`, or "" when it has none.
   std::string UnimplementedNote(const std::string& op_type) const;
 
@@ -75,6 +78,7 @@ class OpRegistry {
   struct Note {
     std::string why;
     std::string source;
+    bool overrides = false;
   };
   mutable std::shared_mutex mu_;
   std::unordered_map<std::string, OpRegistration> ops_;
