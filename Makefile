@@ -48,7 +48,7 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # What `make run` needs, without the tests and benchmarks of a full build.
-RUN_TARGETS := ge-run ge-plugin-ls ge-plugin-scan ge-plugin-worker ge_native_ext sample_scaled_add_ops
+RUN_TARGETS := ge-run ge-plugin-ls ge-plugin-registryd ge-plugin-scan ge-plugin-worker ge_native_ext sample_scaled_add_ops
 
 build-run: configure
 	cmake --build $(BUILD) -j $(JOBS) --target $(RUN_TARGETS)

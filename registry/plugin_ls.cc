@@ -194,13 +194,18 @@ json Filter(const json& plugins, const std::string& op, const std::string& statu
 
 // The hint for a plugin's load error, from its kind and exception type (never
 // from the message text).
-std::string ErrorHint(const plugin::PluginError& e, bool op_library) {
+std::string ErrorHint(const plugin::PluginError& e, bool op_library, bool single_file = false) {
   const std::string& exception = e.exception;
   if (op_library && e.kind == "prototype") {
     return "fix the REG_OP named above, or give its op_type a prototype: REG_OP in an op library of the opp path "
            "(share/docs/op-prototypes.md, share/docs/op-packages.md)";
   }
-  if (e.kind == "extension") return "set isolation = \"main\" under [tool.ge-plugin] in pyproject.toml";
+  if (e.kind == "extension") {
+    return single_file ? "make the file a package (a folder with __init__.py) with a pyproject.toml that sets isolation = "
+                         "\"main\" or \"process\" under [tool.ge-plugin] (share/docs/plugin-authors.md, \"Isolation\")"
+                       : "set isolation = \"main\" or \"process\" under [tool.ge-plugin] in the package's pyproject.toml "
+                         "(share/docs/plugin-authors.md, \"Isolation\")";
+  }
   if (e.kind == "metadata") return "fix pyproject.toml ([project] name/version/description, [tool.ge-plugin] isolation)";
   if (e.kind == "validation") {
     return "make the method signature match the op's prototype (register_op, or the REG_OP of an op library; "
@@ -424,7 +429,8 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
                                     "' is registered by " + PathText(other->second) + ", another plugin",
                                 kOnePlugin);
         } else {
-          problems.emplace_back(r.error.OneLine() + where, ErrorHint(r.error, r.op_library));
+          problems.emplace_back(r.error.OneLine() + where,
+                                ErrorHint(r.error, r.op_library, !r.op_library && !stdfs::is_directory(r.path)));
         }
       }
     }

@@ -798,8 +798,10 @@ int Registryd(int argc, const char* const* argv, std::ostream& out, std::ostream
   po::options_description desc("Options", 110);  // as wide as the --help text around it
   desc.add_options()("help,h", "show this help and exit")("version", "print the version and exit")(
       "opp-path", po::value<std::string>(&opp_path), "':'-separated plugin files/folders (default: ASCEND_CUSTOM_OPP_PATH)")(
-      "socket", po::value<std::string>(&socket_path), "Unix socket (default: $RUNTIME_DIRECTORY, $XDG_RUNTIME_DIR, /run)")(
-      "cache", po::value<std::string>(&cache_path), "cache file (default: $CACHE_DIRECTORY, $XDG_CACHE_HOME, /var/cache)")(
+      "socket", po::value<std::string>(&socket_path), "Unix socket (default: $GE_PLUGIN_REGISTRY_SOCKET, $RUNTIME_DIRECTORY; as root "
+      "/run/ge-plugin-registry/registry.sock, else $XDG_RUNTIME_DIR or /tmp; see Files)")(
+      "cache", po::value<std::string>(&cache_path), "cache file (default: $GE_PLUGIN_REGISTRY_CACHE, $CACHE_DIRECTORY; as root "
+      "/var/cache/ge-plugin-registry/registry.json, else $XDG_CACHE_HOME or ~/.cache; see Files)")(
       "foreground", po::bool_switch(&foreground), "do not detach (systemd, tests)")(
       "log-level", po::value<std::string>(&log_level), "trace, debug, info, warn, error, off (default: GE_LOG_LEVEL or warn)")(
       "timeout", po::value<double>(&timeout_s), "seconds a plugin may take to load (default 10)")(

@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include <algorithm>
+#include <set>
 #include <cstdlib>
 #include <filesystem>
 #include <iomanip>
@@ -301,14 +302,23 @@ host::HostOptions HostOptionsFor(const RunArgs& a, std::ostream& err) {
   return opts;
 }
 
-// One warning per plugin that did not load; returns their names.
-std::string WarnAboutPlugins(const std::vector<host::PluginReport>& reports, std::ostream& err) {
+// One warning per plugin that did not load; returns their names (each
+// once). An opp path entry (`entries`) that does not exist is no plugin: its
+// warning says so and it is not among the names.
+std::string WarnAboutPlugins(const std::vector<host::PluginReport>& reports, const std::vector<std::string>& entries,
+                             std::ostream& err) {
   std::string failed;
+  std::set<std::string> named;
   for (const auto& r : reports) {
     if (r.ok()) continue;
-    err << "ge-run: warning: plugin " << TerminalSafe(r.name.empty() ? r.path : r.name) << " not loaded ("
-        << plugin::StatusName(r.status) << "): " << TerminalSafe(r.error.OneLine()) << "\n";
-    failed += (failed.empty() ? "" : ", ") + (r.name.empty() ? r.path : r.name);
+    if (r.status == plugin::PluginStatus::kMissing && std::find(entries.begin(), entries.end(), r.path) != entries.end()) {
+      err << "ge-run: warning: " << TerminalSafe(r.error.OneLine()) << "\n";
+      continue;
+    }
+    const std::string name = r.name.empty() ? r.path : r.name;
+    err << "ge-run: warning: plugin " << TerminalSafe(name) << " not loaded (" << plugin::StatusName(r.status)
+        << "): " << TerminalSafe(r.error.OneLine()) << "\n";
+    if (named.insert(name).second) failed += (failed.empty() ? "" : ", ") + name;
   }
   return failed;
 }
@@ -429,7 +439,11 @@ int Run(const RunArgs& a, std::ostream& out, std::ostream& err, const std::funct
     }
   } before_host_teardown{exit_rc, before_teardown};
   const auto& reports = plugin_host.LoadAll();
-  const std::string failed = WarnAboutPlugins(reports, err);
+  const char* env_opp = std::getenv("ASCEND_CUSTOM_OPP_PATH");
+  const std::vector<std::string> entries = !a.opp_path.empty() ? plugin::SplitOppPath(a.opp_path)
+                                           : env_opp != nullptr ? plugin::SplitOppPath(env_opp)
+                                                                : std::vector<std::string>{};
+  const std::string failed = WarnAboutPlugins(reports, entries, err);
   nlohmann::json summary;
   {
     Engine engine(registry);

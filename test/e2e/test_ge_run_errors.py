@@ -284,3 +284,56 @@ def test_a_node_whose_implementing_plugin_was_not_loaded_names_it(ge_run, write_
     res = ge_run(g, opp_path=(str(opp2),))
     assert_failed_cleanly(res, "'n0'", f"plugin 'b_second' ({loser}), which implements it, was not loaded (conflict)",
                           "E2eOther")
+
+
+WRONG_OUTPUT = '''from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+from ge.graph import DataType
+from ge.runtime import Tensor, TensorDesc
+
+
+@register_op(op_type="E2eWrongOutput")
+def proto(x: TensorDesc) -> TensorDesc:
+    return x
+
+
+@register_op_impl(op_type="E2eWrongOutput")
+class Impl:
+    def execute(self, x: Tensor) -> None:
+        get_execute_ctx().malloc_output_tensor(0, {shape}, {dtype})
+'''
+
+
+@pytest.mark.parametrize("shape, dtype, fragment", [
+    ("[3]", "DataType.DT_DOUBLE", "output 0 has dtype float64, infer_meta said float32"),
+    ("[4]", "DataType.DT_FLOAT", "output 0 has shape [4], infer_meta said [3]"),
+])
+def test_an_output_unlike_infer_meta_names_the_node_op_and_plugin(ge_run, write_graph, tmp_path, shape, dtype,
+                                                                  fragment):
+    (tmp_path / "opp").mkdir()
+    plugin = tmp_path / "opp" / "wrong_output.py"
+    plugin.write_text(WRONG_OUTPUT.format(shape=shape, dtype=dtype))
+    g = write_graph([node("n0", "E2eWrongOutput", ["x"])], ["n0:0"], inputs=[f32("x", [1.0, 2.0, 3.0])])
+    res = ge_run(g, opp_path=(str(tmp_path / "opp"),))
+    assert_failed_cleanly(res, "'n0'", "E2eWrongOutput", fragment, str(plugin))
+
+
+def test_a_missing_opp_path_entry_is_not_called_a_plugin(ge_run, write_graph, tmp_path):
+    g = write_graph([node("n0", "NoSuchOpXyz", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    typo = tmp_path / "op"  # meant: opp
+    res = ge_run(g, opp_path=("ops", str(typo)))
+    assert_failed_cleanly(res, "'n0'", "unknown op_type")
+    assert f"ge-run: warning: opp path entry {typo} does not exist\n" in res.stderr, res.stderr
+    assert "plugin op not loaded" not in res.stderr and "failed to load" not in res.stderr, res.stderr
+
+
+def test_a_plugin_name_that_fails_twice_is_noted_once(ge_run, write_graph, tmp_path):
+    # Two opp folders each with a broken plugin of one name: the second is a
+    # name conflict, the note lists the name once.
+    for folder in ("m1", "m2"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "twice.py").write_text("raise RuntimeError('broken on purpose')\n")
+    g = write_graph([node("n0", "NoSuchOpXyz", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, opp_path=(str(tmp_path / "m1"), str(tmp_path / "m2")))
+    assert_failed_cleanly(res, "'n0'", "unknown op_type")
+    assert res.stderr.count("plugin twice not loaded") == 2, res.stderr
+    assert res.stderr.endswith("ge-run: note: plugin(s) that failed to load (see the warnings above): twice\n"), res.stderr

@@ -111,3 +111,29 @@ def test_numpy_in_a_single_file_plugin_says_to_make_a_package(ge_run, write_grap
     # single file; no part of the report may point at a pyproject.toml it cannot have.
     assert "turn it into a package" in res.stderr and 'isolation = "main"' in res.stderr, res.stderr
     assert "in the plugin's pyproject.toml" not in res.stderr, res.stderr
+    # What the import raised is named by its type: numpy's own first line is a
+    # banner ("IMPORTANT: PLEASE READ THIS ..."), no reason.
+    warning = next(line for line in res.stderr.splitlines() if "plugin np_file not loaded" in line)
+    assert "(the import raised ImportError; its message is in the traceback)" in warning, warning
+    assert "IMPORTANT" not in warning, warning
+
+
+def test_check_of_a_numpy_plugin_hints_at_its_fix(tmp_path):
+    """ge-plugin-ls --check: the hint for a refused extension fits the plugin's form."""
+    import os
+    import subprocess
+    ls = os.path.join(os.path.dirname(os.environ["GE_RUN"]), "ge-plugin-ls")
+    env = dict(os.environ, GE_PLUGIN_REGISTRY_CACHE=str(tmp_path / "c.json"),
+               GE_PLUGIN_REGISTRY_SOCKET=str(tmp_path / "none.sock"))
+    single = tmp_path / "np_file.py"
+    single.write_text(NUMPY_PLUGIN)
+    pkg = tmp_path / "np_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(NUMPY_PLUGIN)
+    hints = {}
+    for path in (single, pkg):
+        p = subprocess.run([ls, "--check", str(path)], capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 1, p.stdout + p.stderr
+        hints[path.name] = next(line for line in p.stdout.splitlines() if line.strip().startswith("hint:"))
+    assert "make the file a package" in hints["np_file.py"] and '"process"' in hints["np_file.py"], hints
+    assert "package's pyproject.toml" in hints["np_pkg"] and "make the file" not in hints["np_pkg"], hints

@@ -60,13 +60,13 @@ def import_plugin(name, path, is_package, subinterpreter):
         _note_op_types(exc, before)
         abandon(name, before, subinterpreter)
         if refused:
-            # The refusal is the cause: its fix once, then the first line of
-            # what the import raised (numpy wraps the refusal in a long banner;
-            # the whole text stays in the traceback).
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            # The refusal is the cause: its fix once, and the type of what the
+            # import raised. Its text is a consequence of the refusal (numpy
+            # wraps it in a banner whose first line is no reason); it stays
+            # whole in the traceback.
             _reword(exc, f"import failed because extension module(s) {', '.join(refused)} cannot be loaded in a "
                          f"sub-interpreter; {_loader.extension_fix(name, is_package)} "
-                         f"(the import raised: {first[:300]})")
+                         f"(the import raised {type(exc).__name__}; its message is in the traceback)")
             exc.__ge_kind__ = "extension"
         raise
     meta = _loader.module_metadata(module)

@@ -793,11 +793,12 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
       CallOp(n, "execute", nullptr, ctx, [&] { return ex->Execute(&ctx); });
       c.stats.execute_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
       auto outs = ctx.TakeOutputs();
+      // The op's file, for what its execute did wrong (" (path)", or "").
+      const std::string source = c.stats.source.empty() ? std::string() : " (" + c.stats.source + ")";
       std::vector<DataType> out_dts;
       for (std::size_t i = 0; i < outs.size(); ++i) {
         if (!outs[i]) {
-          throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": execute did not allocate output " + std::to_string(i) +
-                                                   (c.stats.source.empty() ? std::string() : " (" + c.stats.source + ")"));
+          throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": execute did not allocate output " + std::to_string(i) + source);
         }
         out_dts.push_back(outs[i]->GetDataType());
       }
@@ -808,12 +809,12 @@ RunResult Engine::Run(CompiledGraph& cg, int repeat) {
           if (outs[i]->GetDataType() != want.data_type) {
             throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has dtype " +
                                                      DataTypeName(outs[i]->GetDataType()) + ", infer_meta said " +
-                                                     DataTypeName(want.data_type));
+                                                     DataTypeName(want.data_type) + source);
           }
           if (outs[i]->GetStorageShape() != want.shape.GetStorageShape()) {
             throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": output " + std::to_string(i) + " has shape " +
                                                      outs[i]->GetStorageShape().ToString() + ", infer_meta said " +
-                                                     want.shape.GetStorageShape().ToString());
+                                                     want.shape.GetStorageShape().ToString() + source);
           }
         }
         values.insert_or_assign(n.name + ":" + std::to_string(i), std::move(*outs[i]));
