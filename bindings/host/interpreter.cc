@@ -100,6 +100,10 @@ std::string FinishPluginThreads(double timeout_s, bool daemon) {
   }
   Py_XDECREF(r);
   PyErr_Clear();
+  // What its plugins printed without a final newline (their handlers' too).
+  PyObject* flushed = PyObject_CallMethod(ldr, "flush_streams", nullptr);
+  Py_XDECREF(flushed);
+  PyErr_Clear();
   return still_running;
 }
 

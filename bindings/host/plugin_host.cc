@@ -1167,4 +1167,13 @@ void PluginHost::UnloadAll() { impl_->Unload(); }
 
 void WorkerAccess::MarkWorker(PluginHost& host) { host.impl_->in_worker = true; }
 
+void WorkerAccess::FlushPluginOutput(PluginHost& host) {
+  InterpreterGuard guard(*host.impl_->runtime->Main());
+  try {
+    Entry().attr("flush_streams")();
+  } catch (const bp::error_already_set&) {
+    PyErr_Clear();
+  }
+}
+
 }  // namespace ge::host

@@ -498,7 +498,9 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
   }
   // The engine is gone or done: end without running the plugin's atexit
   // handlers or finalizing the interpreter (a plugin's thread cannot hang
-  // the end; nothing of the worker's outlives it).
+  // the end; nothing of the worker's outlives it). A last line printed
+  // without a newline is logged first.
+  if (w.host) WorkerAccess::FlushPluginOutput(*w.host);
   std::fflush(nullptr);
   ::_exit(0);
 }

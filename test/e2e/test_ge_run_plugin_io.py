@@ -137,3 +137,37 @@ def test_check_of_a_numpy_plugin_hints_at_its_fix(tmp_path):
         hints[path.name] = next(line for line in p.stdout.splitlines() if line.strip().startswith("hint:"))
     assert "make the file a package" in hints["np_file.py"] and '"process"' in hints["np_file.py"], hints
     assert "package's pyproject.toml" in hints["np_pkg"] and "make the file" not in hints["np_pkg"], hints
+
+
+PARTIAL_LINES = '''import sys
+from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+from ge.runtime import Tensor, TensorDesc
+
+print("partial at import", end="")
+
+
+@register_op(op_type="{op}")
+def proto(x: TensorDesc) -> TensorDesc:
+    return x
+
+
+@register_op_impl(op_type="{op}")
+class Impl:
+    def execute(self, x: Tensor) -> None:
+        sys.stderr.write("partial in execute")
+        get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
+'''
+
+
+@pytest.mark.parametrize("isolation", ["subinterpreter", "process"])
+def test_a_last_line_without_newline_is_logged_when_the_plugin_ends(ge_run, write_graph, tmp_path, isolation):
+    pkg = tmp_path / "opp" / "partial"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(PARTIAL_LINES.replace("{op}", "E2ePartial"))
+    (pkg / "pyproject.toml").write_text(f'[tool.ge-plugin]\nisolation = "{isolation}"\n')
+    graph = write_graph([node("n", "E2ePartial", ["x"])], ["n:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(graph, opp_path=[str(tmp_path / "opp")], log_level="info")
+    assert res.returncode == 0, res.stderr
+    # The two texts, each a line of its own: the import's (stdout, info) and execute's (stderr, warn).
+    assert "[info] [partial] partial at import" in res.stderr, res.stderr
+    assert "[warning] [partial] partial in execute" in res.stderr, res.stderr

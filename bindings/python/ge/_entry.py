@@ -16,7 +16,8 @@ in the interpreter of the plugin concerned, with the interpreter lock held:
 * ``adapter_objects()`` -> the context variables and helpers the adapters call;
 * ``forget(name, keys)`` -> None: unload a main-interpreter plugin;
 * ``run_atexit_handlers(timeout)`` / ``join_threads(timeout, daemon)``: the
-  bounded end of an interpreter.
+  bounded end of an interpreter; ``flush_streams()``: its plugins' last
+  partial lines.
 
 A plugin error is raised as the plugin's own exception (its traceback
 intact), after everything the plugin registered has been removed; its
@@ -28,7 +29,7 @@ the file-system encoding and ``surrogateescape`` (POSIX paths are bytes).
 from _functools import partial  # functools.partial itself, without loading functools (and collections)
 
 from . import _loader
-from ._loader import check_name, join_threads, read_metadata, run_atexit_handlers  # noqa: F401  (host entry points)
+from ._loader import check_name, flush_streams, join_threads, read_metadata, run_atexit_handlers  # noqa: F401  (host entry points)
 import ge.custom_op as _custom_op
 from .custom_op import _host, _impl, _proto, proto as _proto_api
 from .custom_op._validate import validate_impl

@@ -577,6 +577,15 @@ def join_threads(timeout, daemon=True):
 
 
 
+def flush_streams():
+    """Log what the plugins of this interpreter printed without a final
+    newline (``print(..., end="")``): called when the interpreter or its
+    process ends, so that a last partial line is not lost."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, _PluginStream):
+            stream.flush()
+
+
 def run_atexit_handlers(timeout):
     """Run this interpreter's atexit handlers now, on a thread of their own,
     waiting at most ``timeout`` seconds; True when they finished (or there were
