@@ -507,20 +507,19 @@ struct PluginHost::Impl {
           bp::extract<bp::dict>(entry.attr("collect")(c.name, before, l.sub, library_irs, failed_libraries));
       bp::list impls = bp::extract<bp::list>(collected["impls"]);
       bp::list own_protos = bp::extract<bp::list>(collected["protos"]);
-      std::set<std::string> implemented;
-      for (Py_ssize_t i = 0; i < bp::len(impls); ++i) {
-        implemented.insert(bp::extract<std::string>(bp::extract<bp::dict>(impls[i])()["op_type"]));
-      }
       for (Py_ssize_t i = 0; i < bp::len(own_protos); ++i) {
         const std::string op_type = bp::extract<std::string>(own_protos[i]);
         l.own_protos.push_back(op_type);
         auto cpp = cpp_protos.find(op_type);
-        // A prototype this plugin does not implement serves nobody: it replaces nothing.
-        if (cpp == cpp_protos.end() || !implemented.count(op_type)) continue;
+        if (cpp == cpp_protos.end()) continue;
         // GE's rule: a Python prototype replaces a C++ one of the same op_type,
-        // except that of a C++ custom op, which keeps its own.
+        // except that of a C++ custom op, which keeps its own. (Said also of a
+        // prototype the plugin does not implement: a scanner child cannot
+        // tell a custom op's prototype from a plain one, and the registry
+        // rewrites this warning for custom ops, registry/refresh.cc.)
         auto op = registry.Find(op_type);
-        std::string w = op && library_sources.count(op->source)
+        const bool custom_op = op && library_sources.count(op->source);
+        std::string w = custom_op
                             ? "the Python prototype of op_type '" + op_type + "' in plugin '" + c.name + "' (" +
                                   c.path + ") is not used: op library " + op->source + " implements op_type '" +
                                   op_type + "' as a C++ custom op with its own C++ prototype"

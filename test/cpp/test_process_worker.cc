@@ -512,7 +512,7 @@ BOOST_AUTO_TEST_CASE(workers_are_forked_from_a_zygote_and_a_crash_still_names_th
   const pid_t zygote = CheckForkedFromZygote(first);
 
   const Call crash = Exec(reg, "ProcFault", {1});
-  for (const std::string part : {std::string("died of signal 11 (Segmentation fault)"), "(pid " + std::to_string(first) + ")"}) {
+  for (const std::string& part : {std::string("died of signal 11 (Segmentation fault)"), "(pid " + std::to_string(first) + ")"}) {
     BOOST_CHECK_MESSAGE(Contains(crash.status.message(), part), crash.status.message() << " lacks " << part);
   }
   const Call exited = Exec(reg, "ProcFault", {2});
@@ -661,7 +661,7 @@ BOOST_AUTO_TEST_CASE(a_workers_log_lines_reach_the_engines_log_sink_not_its_stde
   StderrToFile err(tmp.path / "stderr.txt");
   auto sink = std::make_shared<CaptureSink>();
   ge::SetLogSink(sink);
-  ge::SetLogLevel(ge::LogLevel::kInfo);
+  ge::SetLogLevel(ge::LogLevel::kDebug);  // the worker's own load line is debug (the engine's is info)
   OpRegistry reg;
   PluginHost host(Opts({}), reg);
   const PluginReport r = host.LoadPlugin(pkg.string());
