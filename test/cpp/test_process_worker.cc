@@ -653,19 +653,32 @@ fs::path WriteTalkative(const ge_test::TempDir& tmp) {
   return pkg;
 }
 
+// The talkative process plugin loaded by a fresh host at `level`, the
+// engine's stderr in a file, and (with `with_sink`) a capturing LogSink
+// installed before the load. Restores the sink and level (StderrToFile).
+struct TalkativeHost {
+  TalkativeHost(ge::LogLevel level, bool with_sink) : pkg(WriteTalkative(tmp)), err(tmp.path / "stderr.txt") {
+    if (with_sink) ge::SetLogSink(sink);
+    ge::SetLogLevel(level);
+    const PluginReport r = host.LoadPlugin(pkg.string());
+    BOOST_REQUIRE_MESSAGE(r.ok(), r.error.OneLine());
+  }
+  ge_test::TempDir tmp;
+  fs::path pkg;
+  StderrToFile err;
+  std::shared_ptr<CaptureSink> sink = std::make_shared<CaptureSink>();
+  OpRegistry reg;
+  PluginHost host{Opts({}), reg};
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_workers_log_lines_reach_the_engines_log_sink_not_its_stderr) {
-  ge_test::TempDir tmp;
-  const fs::path pkg = WriteTalkative(tmp);
-  StderrToFile err(tmp.path / "stderr.txt");
-  auto sink = std::make_shared<CaptureSink>();
-  ge::SetLogSink(sink);
-  ge::SetLogLevel(ge::LogLevel::kDebug);  // the worker's own load line is debug (the engine's is info)
-  OpRegistry reg;
-  PluginHost host(Opts({}), reg);
-  const PluginReport r = host.LoadPlugin(pkg.string());
-  BOOST_REQUIRE_MESSAGE(r.ok(), r.error.OneLine());
+  TalkativeHost t(ge::LogLevel::kDebug, true);  // the worker's own load line is debug (the engine's is info)
+  auto& sink = t.sink;
+  auto& reg = t.reg;
+  auto& host = t.host;
+  auto& err = t.err;
   // The import's print and the worker's own load line, by the time the load returns.
   BOOST_CHECK_MESSAGE(sink->Has("plugin", "talkative imported"), sink->All());
   BOOST_CHECK_MESSAGE(sink->Has("host", "in its worker process"), sink->All());
@@ -688,17 +701,13 @@ BOOST_AUTO_TEST_CASE(a_workers_log_lines_reach_the_engines_log_sink_not_its_stde
 }
 
 BOOST_AUTO_TEST_CASE(a_sink_installed_after_the_load_gets_the_workers_later_lines) {
-  ge_test::TempDir tmp;
-  const fs::path pkg = WriteTalkative(tmp);
-  StderrToFile err(tmp.path / "stderr.txt");
-  ge::SetLogLevel(ge::LogLevel::kInfo);
-  OpRegistry reg;
-  PluginHost host(Opts({}), reg);
-  const PluginReport r = host.LoadPlugin(pkg.string());
-  BOOST_REQUIRE_MESSAGE(r.ok(), r.error.OneLine());
+  TalkativeHost t(ge::LogLevel::kInfo, false);
+  auto& reg = t.reg;
+  auto& host = t.host;
+  auto& err = t.err;
   // Without a sink the lines go to the engine's stderr, formatted as its own.
   BOOST_CHECK_MESSAGE(Contains(err.Text(), "[plugin] [info] [talkative] talkative imported"), err.Text());
-  auto sink = std::make_shared<CaptureSink>();
+  auto sink = t.sink;
   ge::SetLogSink(sink);
   const Call c = Exec(reg, "ProcTalk", {0.0f});
   BOOST_REQUIRE_MESSAGE(c.rc == GRAPH_SUCCESS, c.status.message());
@@ -741,15 +750,10 @@ BOOST_AUTO_TEST_CASE(workers_start_with_default_signals_whatever_the_engine_set)
 }
 
 BOOST_AUTO_TEST_CASE(a_level_raised_after_the_load_reaches_the_worker) {
-  ge_test::TempDir tmp;
-  const fs::path pkg = WriteTalkative(tmp);
-  StderrToFile err(tmp.path / "stderr.txt");
-  auto sink = std::make_shared<CaptureSink>();
-  ge::SetLogSink(sink);
-  ge::SetLogLevel(ge::LogLevel::kWarn);
-  OpRegistry reg;
-  PluginHost host(Opts({}), reg);
-  BOOST_REQUIRE(host.LoadPlugin(pkg.string()).ok());
+  TalkativeHost t(ge::LogLevel::kWarn, true);
+  auto& sink = t.sink;
+  auto& reg = t.reg;
+  auto& host = t.host;
   BOOST_CHECK(!sink->Has("plugin", "talkative imported"));  // info, below warn
   ge::SetLogLevel(ge::LogLevel::kInfo);  // as an embedding engine may, at any time
   const Call c = Exec(reg, "ProcTalk", {0.0f});
@@ -759,15 +763,10 @@ BOOST_AUTO_TEST_CASE(a_level_raised_after_the_load_reaches_the_worker) {
 }
 
 BOOST_AUTO_TEST_CASE(what_a_plugin_writes_on_the_log_socket_is_not_believed) {
-  ge_test::TempDir tmp;
-  const fs::path pkg = WriteTalkative(tmp);
-  StderrToFile err(tmp.path / "stderr.txt");
-  auto sink = std::make_shared<CaptureSink>();
-  ge::SetLogSink(sink);
-  ge::SetLogLevel(ge::LogLevel::kInfo);
-  OpRegistry reg;
-  PluginHost host(Opts({}), reg);
-  BOOST_REQUIRE(host.LoadPlugin(pkg.string()).ok());
+  TalkativeHost t(ge::LogLevel::kInfo, true);
+  auto& sink = t.sink;
+  auto& reg = t.reg;
+  auto& host = t.host;
   // A record naming another component is filed as the plugin's, tagged with
   // its name; a byte that is not UTF-8 reaches the sink as \xNN.
   const Call spoof = Exec(reg, "ProcTalk", {4.0f});
