@@ -371,18 +371,16 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
   }
   // Conflicts among the checked plugins themselves (an opp folder), in path order.
   records = ResolveConflicts(std::move(records));
-  // op_type -> the Python plugin (checked or installed) that prototypes it
-  // without implementing it: the other half of an implementation whose
-  // prototype is "not found" (share/docs/plugin-authors.md, "One plugin, one registry").
-  std::map<std::string, std::string> prototyped_by;
-  for (const auto& r : records) {
-    if (r.ok() && !r.op_library) {
-      for (const auto& t : r.prototypes) prototyped_by.emplace(t, r.path);
-    }
-  }
+  // The other half of an implementation whose prototype is "not found"
+  // (share/docs/plugin-authors.md, "One plugin, one registry"): among the
+  // checked plugins ResolveConflicts has named it already; among the
+  // installed ones (op_type -> (name, path)) it is named here.
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> installed_protos;
   for (const auto& [p, r] : installed) {
-    if (r.ok() && !r.op_library) {
-      for (const auto& t : r.prototypes) prototyped_by.emplace(t, p);
+    if (!r.ok() || r.op_library) continue;
+    for (const auto& t : r.prototypes) installed_protos[t].emplace_back(r.name, p);
+    for (const auto& op : r.ops) {
+      if (op.prototype_library.empty()) installed_protos[op.op_type].emplace_back(r.name, p);
     }
   }
   const std::string kOnePlugin =
@@ -423,10 +421,12 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
         if (!r.error.file.empty() && r.error.line > 0 && r.error.OneLine() == r.error.message) {
           where = " [" + r.error.file + ":" + std::to_string(r.error.line) + "]";
         }
-        auto other = r.error.kind == "prototype" ? prototyped_by.find(r.error.op_type) : prototyped_by.end();
-        if (other != prototyped_by.end() && other->second != r.path) {
-          problems.emplace_back(r.error.OneLine() + where + "; the prototype of op_type '" + r.error.op_type +
-                                    "' is registered by " + PathText(other->second) + ", another plugin",
+        const bool split = r.error.kind == "prototype" && !r.op_library;
+        auto other = split ? installed_protos.find(r.error.op_type) : installed_protos.end();
+        if (split && plugin::HasSplitPrototypeNote(r.error.message)) {
+          problems.emplace_back(r.error.OneLine() + where, kOnePlugin);
+        } else if (other != installed_protos.end()) {
+          problems.emplace_back(r.error.OneLine() + where + "; " + plugin::SplitPrototypeNote(r.error.op_type, other->second),
                                 kOnePlugin);
         } else {
           problems.emplace_back(r.error.OneLine() + where,

@@ -254,6 +254,25 @@ std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
           "' as a C++ custom op with its own C++ prototype";
     }
   }
+  // A prototype and its implementation split over two plugins: the
+  // implementation's "canonical IR not found" names the plugin(s) with the
+  // prototype, in the engine's words (plugin::SplitPrototypeNote). Decided
+  // afresh each time, like conflicts: an earlier note is taken off first.
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> prototyped_by;  // op_type -> (name, path)
+  for (const auto& r : ordered) {
+    if (!r.ok() || r.op_library) continue;
+    for (const auto& t : r.prototypes) prototyped_by[t].emplace_back(r.name, r.path);
+    for (const auto& op : r.ops) {
+      if (op.prototype_library.empty()) prototyped_by[op.op_type].emplace_back(r.name, r.path);
+    }
+  }
+  for (auto& r : ordered) {
+    if (r.op_library || r.error.kind != "prototype") continue;
+    std::string& m = r.error.message;
+    m = plugin::WithoutSplitPrototypeNote(m);
+    auto it = r.error.op_type.empty() ? prototyped_by.end() : prototyped_by.find(r.error.op_type);
+    if (it != prototyped_by.end()) m += std::string("; ") + plugin::SplitPrototypeNote(r.error.op_type, it->second);
+  }
   return ordered;
 }
 

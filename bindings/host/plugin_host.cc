@@ -100,9 +100,7 @@ py::InterpreterRef Keep(const bp::object& o) { return py::InterpreterRef::Borrow
 // another's prototype), where GE imports every custom-op file into one
 // interpreter: the fix when a prototype and its implementation were split
 // over two plugins (share/docs/plugin-authors.md, "One plugin, one registry").
-constexpr const char* kSplitAdvice =
-    "a prototype and its implementation must be in the same plugin (one file, or one package whose modules "
-    "import each other)";
+using plugin::kSplitAdvice;
 
 // The op_types the pending Python exception says its plugin implemented
 // before it failed (ge._entry's __ge_op_types__), leaving the exception
@@ -298,7 +296,7 @@ struct PluginHost::Impl {
   std::set<std::string> loaded_paths;                      // plugin paths tried (ok or not)
   // op_type -> "plugin 'P' (path)" of each Python prototype a loaded plugin
   // registered itself: the note on another plugin's "canonical IR not found".
-  std::map<std::string, std::vector<std::string>> python_protos;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> python_protos;  // op_type -> (name, path)
   // Plugins not loaded whose op_types carry a note in the registry (NoteNotLoaded).
   std::vector<std::string> noted_sources;
   std::set<std::pair<std::string, std::string>> problems_reported;  // (path, error) of discovery problems
@@ -784,7 +782,7 @@ struct PluginHost::Impl {
     // record lists those it does not implement.
     const std::vector<std::string>& own = l.process ? l.report.prototypes : l.own_protos;
     for (const auto& op_type : own) {
-      python_protos[op_type].push_back(who);
+      python_protos[op_type].emplace_back(l.plugin.name, l.plugin.path);
       if (implemented.count(op_type)) continue;
       unimplemented.insert(op_type);
       // An op library prototypes it too: implementations bind to that one
@@ -814,10 +812,7 @@ struct PluginHost::Impl {
     if (l.report.error.kind != "prototype" || op_type.empty()) return {};
     auto it = python_protos.find(op_type);
     if (it == python_protos.end()) return {};
-    std::string who;
-    for (std::size_t i = 0; i < it->second.size(); ++i) who += (i ? " and " : "") + it->second[i];
-    return "the prototype of op_type '" + Abbreviate(op_type) + "' is registered by " + who +
-           (it->second.size() > 1 ? ", other plugins: " : ", another plugin: ") + kSplitAdvice;
+    return plugin::SplitPrototypeNote(op_type, it->second);
   }
 
   // ---- op libraries (share/docs/op-packages.md) ----

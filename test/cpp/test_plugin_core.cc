@@ -269,6 +269,22 @@ BOOST_AUTO_TEST_CASE(a_record_round_trips_through_json) {
   BOOST_CHECK_MESSAGE(why.find("error_op_type") != std::string::npos, why);
 }
 
+BOOST_AUTO_TEST_CASE(a_split_prototype_note_is_one_wording_and_comes_off_again) {
+  const std::string base = "RuntimeError: canonical IR not found for schema-bound execute: X";
+  const std::string one = ge::plugin::SplitPrototypeNote("X", {{"p", "/o/p.py"}});
+  BOOST_CHECK_EQUAL(one, "the prototype of op_type 'X' is registered by plugin 'p' (/o/p.py), another plugin: " +
+                             std::string(ge::plugin::kSplitAdvice));
+  const std::string two = ge::plugin::SplitPrototypeNote("X", {{"p", "/o/p.py"}, {"q", "/o/q.py"}});
+  BOOST_CHECK_MESSAGE(two.find("plugin 'p' (/o/p.py) and plugin 'q' (/o/q.py), other plugins: ") != std::string::npos, two);
+  const std::string noted = base + "; " + one;
+  BOOST_CHECK(ge::plugin::HasSplitPrototypeNote(noted));
+  BOOST_CHECK_EQUAL(ge::plugin::WithoutSplitPrototypeNote(noted), base);
+  // Another text that merely starts the same way (a failed op library's) is left whole.
+  const std::string other = base + "; the prototype of op_type 'B' cannot be used: REG_OP(B) in lib.cc: unsupported";
+  BOOST_CHECK(!ge::plugin::HasSplitPrototypeNote(other));
+  BOOST_CHECK_EQUAL(ge::plugin::WithoutSplitPrototypeNote(other), other);
+}
+
 BOOST_AUTO_TEST_CASE(a_malformed_record_names_its_field) {
   std::string why;
   BOOST_CHECK(!FromJson({{"path", "/p.py"}, {"status", "ok"}, {"stamp", {{"mtime_ns", "x"}}}}, &why, true));

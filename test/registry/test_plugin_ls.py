@@ -230,8 +230,22 @@ def test_check_names_the_other_half_of_a_split_prototype(opp, tmp_path):
     assert p.returncode == 1, p.stdout
     assert (f"{proto} registers the prototype of op_type 'LsSplit' (register_op) but no implementation "
             "(register_op_impl): no node of it can run") in p.stdout, p.stdout
-    assert f"the prototype of op_type 'LsSplit' is registered by {proto}, another plugin" in p.stdout, p.stdout
+    assert f"the prototype of op_type 'LsSplit' is registered by plugin 'splitproto' ({proto}), another plugin" \
+        in p.stdout, p.stdout
     assert p.stdout.count('"One plugin, one registry"') == 2, p.stdout
+    # The listing gives the implementation the same reason as ge-run, from the
+    # scan and from the cache, and drops it once the prototype's plugin is gone.
+    for source in ("scan", "cache"):
+        j = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
+        assert j["source"] == source
+        error = {r["name"]: r for r in j["plugins"]}["splitimpl"]["error"]
+        assert f"is registered by plugin 'splitproto' ({proto}), another plugin: a prototype and its implementation " \
+            "must be in the same plugin" in error, error
+    os.rename(proto, str(proto) + ".off")
+    j = json.loads(run_ls("--opp-path", str(opp), "--json", env=env).stdout)
+    error = {r["name"]: r for r in j["plugins"]}["splitimpl"]["error"]
+    assert "canonical IR not found" in error and "another plugin" not in error, error
+    os.rename(str(proto) + ".off", proto)
     # The implementation checked alone, against an installed registry that has the prototype.
     os.remove(impl)
     assert run_ls("--opp-path", str(opp), "--json", env=env).returncode == 0  # writes the cache
@@ -241,7 +255,7 @@ def test_check_names_the_other_half_of_a_split_prototype(opp, tmp_path):
     j = json.loads(run_ls("--check", impl, "--json", env={**env, "ASCEND_CUSTOM_OPP_PATH": str(opp)}).stdout)
     assert j["registry"]["source"] == "cache", j["registry"]
     problem = j["problems"][0]
-    assert f"is registered by {proto}, another plugin" in problem["problem"], j
+    assert f"is registered by plugin 'splitproto' ({proto}), another plugin" in problem["problem"], j
     assert '"One plugin, one registry"' in problem["hint"], problem
     # An implementation with no prototype anywhere keeps the plain hint.
     make_plugin(lone, "orphan", "unused", body=HALF_IMPL.format(op="LsNowhere"))

@@ -145,6 +145,28 @@ PluginRecord ProblemRecord(std::string name, std::string path, PluginStatus stat
   return r;
 }
 
+std::string SplitPrototypeNote(const std::string& op_type,
+                               const std::vector<std::pair<std::string, std::string>>& prototyped_by) {
+  std::string who;
+  for (std::size_t i = 0; i < prototyped_by.size(); ++i) {
+    who += (i ? " and plugin '" : "plugin '") + prototyped_by[i].first + "' (" + prototyped_by[i].second + ")";
+  }
+  return "the prototype of op_type '" + Abbreviate(op_type) + "' is registered by " + who +
+         (prototyped_by.size() > 1 ? ", other plugins: " : ", another plugin: ") + kSplitAdvice;
+}
+
+bool HasSplitPrototypeNote(const std::string& message) {
+  const std::string advice = kSplitAdvice;
+  return message.size() >= advice.size() &&
+         message.compare(message.size() - advice.size(), advice.size(), advice) == 0 &&
+         message.rfind(kSplitNoteStart) != std::string::npos;
+}
+
+std::string WithoutSplitPrototypeNote(const std::string& message) {
+  if (!HasSplitPrototypeNote(message)) return message;
+  return message.substr(0, message.rfind(kSplitNoteStart));
+}
+
 json ToJson(const PluginRecord& r, bool with_detail) {
   json ops = json::array();
   for (const auto& op : r.ops) {

@@ -121,6 +121,25 @@ struct PluginRecord {
 PluginRecord ProblemRecord(std::string name, std::string path, PluginStatus status, std::string kind,
                            std::string message);
 
+// A prototype and its implementation split over two plugins (each plugin has
+// its own registrations; share/docs/plugin-authors.md, "One plugin, one
+// registry"): the note the engine's host and the registry append, in one
+// wording, to the implementation's "canonical IR not found" (error kind
+// "prototype", PluginError::op_type) after "; ": "the prototype of op_type
+// 'X' is registered by plugin 'P' (path), another plugin: <how to fix it>".
+// `prototyped_by`: (name, path) of each plugin that prototypes `op_type`.
+inline constexpr const char* kSplitNoteStart = "; the prototype of op_type '";  // how an appended note begins
+// The fix, also said of a plugin that only prototypes an op_type.
+inline constexpr const char* kSplitAdvice =
+    "a prototype and its implementation must be in the same plugin (one file, or one package whose modules import "
+    "each other)";
+std::string SplitPrototypeNote(const std::string& op_type,
+                               const std::vector<std::pair<std::string, std::string>>& prototyped_by);
+// Whether `message` ends with such a note (after kSplitNoteStart), and the
+// message without it (unchanged when it has none).
+bool HasSplitPrototypeNote(const std::string& message);
+std::string WithoutSplitPrototypeNote(const std::string& message);
+
 // ---- JSON (the cache, the scanner protocol, the daemon, ge-plugin-ls --json) -------------
 // `with_detail`: prototypes and tracebacks too (the cache, `show`), else the
 // summary a listing prints: name, path, kind ("python" or "op_library"),
