@@ -502,7 +502,13 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
     }
     for (const auto& p : r.prototypes) text << "  prototype " << Printable(p) << "\n";
     for (const auto& [p, h] : problems) text << "problem: " << Printable(p) << "\n  hint: " << h << "\n";
-    if (!r.error.traceback.empty() && !problems.empty() && r.error.kind != "name") {
+    // The traceback when it shows the plugin's own code: one made only of the
+    // ge package's frames (a signature or prototype check) adds nothing to
+    // the problem line, which names the plugin's file and line already (the
+    // JSON keeps it as "details").
+    const std::string own_frame = "File \"" + PathText(r.path);
+    if (!r.error.traceback.empty() && !problems.empty() && r.error.kind != "name" &&
+        r.error.traceback.find(own_frame) != std::string::npos) {
       text << TerminalSafe(Abbreviate(r.error.traceback, kMaxDetailsChars), /*keep_newlines=*/true) << "\n";
     }
     for (const auto& n : notes) text << "note: " << n << "\n";

@@ -108,6 +108,12 @@ def test_check(opp, tmp_path):
     p = run_ls("--check", bad, env=env)
     assert p.returncode == 1
     assert "problem:" in p.stdout and "hint:" in p.stdout and "expected" in p.stdout
+    # The check's own traceback (frames of the ge package only) is left out of
+    # the text: the problem line names the plugin's file and line.
+    assert "Traceback" not in p.stdout and "_validate.py" not in p.stdout, p.stdout
+    raiser = make_plugin(opp, "raiser", "unused", body="def helper():\n    raise RuntimeError('raised here')\nhelper()\n")
+    p = run_ls("--check", raiser, env=env)
+    assert p.returncode == 1 and "Traceback" in p.stdout and f'File "{raiser}", line 2, in helper' in p.stdout, p.stdout
     j = json.loads(run_ls("--check", bad, "--json", env=env).stdout)
     assert not j["ok"] and j["problems"][0]["hint"]
     seg = make_plugin(opp, "segv", "LsSegv", pre="import ctypes\nctypes.string_at(0)")
