@@ -377,15 +377,10 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
   // installed ones (op_type -> (name, path)) it is named here.
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> installed_protos;
   for (const auto& [p, r] : installed) {
-    if (!r.ok() || r.op_library) continue;
-    for (const auto& t : r.prototypes) installed_protos[t].emplace_back(r.name, p);
-    for (const auto& op : r.ops) {
-      if (op.prototype_library.empty()) installed_protos[op.op_type].emplace_back(r.name, p);
-    }
+    for (const auto& t : plugin::OwnPrototypeOpTypes(r)) installed_protos[t].emplace_back(r.name, p);
   }
   const std::string kOnePlugin =
-      "a prototype and its implementation must be in the same plugin: one file, or one package whose modules import "
-      "each other (share/docs/plugin-authors.md, \"One plugin, one registry\")";
+      std::string(plugin::kSplitAdvice) + " (share/docs/plugin-authors.md, \"One plugin, one registry\")";
   for (const auto& r : records) {
     std::vector<std::pair<std::string, std::string>> problems;  // (problem, hint)
     std::vector<std::string> notes;

@@ -260,11 +260,7 @@ std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
   // afresh each time, like conflicts: an earlier note is taken off first.
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> prototyped_by;  // op_type -> (name, path)
   for (const auto& r : ordered) {
-    if (!r.ok() || r.op_library) continue;
-    for (const auto& t : r.prototypes) prototyped_by[t].emplace_back(r.name, r.path);
-    for (const auto& op : r.ops) {
-      if (op.prototype_library.empty()) prototyped_by[op.op_type].emplace_back(r.name, r.path);
-    }
+    for (const auto& t : plugin::OwnPrototypeOpTypes(r)) prototyped_by[t].emplace_back(r.name, r.path);
   }
   for (auto& r : ordered) {
     if (r.op_library || r.error.kind != "prototype") continue;

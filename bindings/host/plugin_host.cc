@@ -294,9 +294,9 @@ struct PluginHost::Impl {
   std::shared_ptr<PythonRuntime> runtime;
   std::vector<PluginReport> reports;
   std::set<std::string> loaded_paths;                      // plugin paths tried (ok or not)
-  // op_type -> "plugin 'P' (path)" of each Python prototype a loaded plugin
-  // registered itself: the note on another plugin's "canonical IR not found".
-  std::map<std::string, std::vector<std::pair<std::string, std::string>>> python_protos;  // op_type -> (name, path)
+  // op_type -> (name, path) of each loaded plugin that registered a Python
+  // prototype of it itself: the note on another plugin's "canonical IR not found".
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> python_protos;
   // Plugins not loaded whose op_types carry a note in the registry (NoteNotLoaded).
   std::vector<std::string> noted_sources;
   std::set<std::pair<std::string, std::string>> problems_reported;  // (path, error) of discovery problems
@@ -745,7 +745,6 @@ struct PluginHost::Impl {
     }
     for (auto& l : batch) {
       if (!l.go_on) {
-        NoteSplitPrototype(l);
         NoteNotLoaded(l);
         log->info("plugin '{}' ({}) not loaded: {}", l.report.name, l.report.path, l.report.error.OneLine());
       }
@@ -754,13 +753,17 @@ struct PluginHost::Impl {
     return out;
   }
 
-  // A plugin that was not loaded: each op_type it implements (as far as its
-  // load got) is noted in the registry, so that a node of one is told which
-  // plugin would have served it and why it did not (over a prototype-only
-  // plugin's note: the split advice would mislead).
-  void NoteNotLoaded(const Loading& l) {
-    if (l.attempted.empty()) return;
+  // A plugin that was not loaded. When it failed with "canonical IR not
+  // found" for an op_type another loaded plugin prototypes (the two halves
+  // split over two plugins, which do not see each other's registrations),
+  // its error says so. Each op_type it implements (as far as its load got)
+  // is noted in the registry, so that a node of one is told which plugin
+  // would have served it and why it did not (over a prototype-only plugin's
+  // note: the split advice would mislead).
+  void NoteNotLoaded(Loading& l) {
     const std::string split = SplitNote(l);
+    if (!split.empty()) l.report.error.message += "; " + split;
+    if (l.attempted.empty()) return;
     const std::string why = "plugin '" + l.plugin.name + "' (" + l.plugin.path + "), which implements it, was not loaded" +
                             (split.empty() ? " (" + std::string(plugin::StatusName(l.report.status)) +
                                                  "): " + Abbreviate(l.report.error.OneLine(), 400)
@@ -794,14 +797,6 @@ struct PluginHost::Impl {
                                  l.plugin.path);
     }
     l.report.prototypes.assign(unimplemented.begin(), unimplemented.end());
-  }
-
-  // A plugin that failed with "canonical IR not found" for an op_type that
-  // another loaded plugin prototypes: the two halves were split over two
-  // plugins, which do not see each other's registrations.
-  void NoteSplitPrototype(Loading& l) {
-    const std::string split = SplitNote(l);
-    if (!split.empty()) l.report.error.message += "; " + split;
   }
 
   // "the prototype of op_type 'X' is registered by plugin 'P' (path), another

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ge/log_spdlog.h"
 #include "ge/text.h"
 #include "process_worker.h"
 
@@ -21,6 +22,12 @@ using wire::Json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// The "plugin" logger, looked up once: its level is the level in effect.
+const std::shared_ptr<spdlog::logger>& PluginLogger() {
+  static const std::shared_ptr<spdlog::logger> logger = Logger("plugin");
+  return logger;
+}
 
 Clock::time_point DeadlineAfter(double seconds) {
   if (seconds <= 0) return Clock::time_point::max();
@@ -68,7 +75,6 @@ std::string CallWhere(const ProcessPluginConfig& cfg, const char* method, const 
 WorkerLink::~WorkerLink() {
   if (fd >= 0) ::close(fd);
   if (pidfd >= 0) ::close(pidfd);
-  if (log_worker_end >= 0) ::close(log_worker_end);
 }
 
 uint32_t WorkerLink::AttrsId(const std::vector<AttrValue>& values) const {
@@ -150,6 +156,7 @@ pid_t ProcessPlugin::WorkerPid() {
 std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::string* why) {
   auto link = std::make_shared<WorkerLink>();
   std::shared_ptr<SharedArena> engine;
+  int log_worker_end = -1;  // the worker's end of its log socket, ours until init lends it
   try {
     engine = EngineArena();
     link->arena = SharedMapping::Create("ge-worker-arena", kWorkerArenaBytes);
@@ -160,11 +167,12 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
     // Its log socket: the worker's lines reach the engine's log (and LogSink).
     int logsv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, logsv) == 0) {
-      link->log_worker_end = logsv[1];
+      log_worker_end = logsv[1];
       link->log = std::make_unique<WorkerLogReader>(
           logsv[0], cfg_.name, "plugin '" + cfg_.name + "' (" + cfg_.path + "), worker pid " + std::to_string(link->pid));
     }
   } catch (const std::exception& e) {
+    if (log_worker_end >= 0) ::close(log_worker_end);
     *why = e.what();
     return nullptr;
   }
@@ -182,12 +190,9 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
   std::vector<int> passed;
   wire::Received r = wire::Received::kClosed;
   std::vector<int> lent = {engine->mapping()->fd(), link->arena->fd(), link->page_mapping->fd()};
-  if (link->log_worker_end >= 0) lent.push_back(link->log_worker_end);
+  if (log_worker_end >= 0) lent.push_back(log_worker_end);
   const bool init_sent = wire::Send(link->fd, init, lent);
-  if (link->log_worker_end >= 0) {
-    ::close(link->log_worker_end);  // the worker holds its own copy now (or never will)
-    link->log_worker_end = -1;
-  }
+  if (log_worker_end >= 0) ::close(log_worker_end);  // the worker holds its own copy now (or never will)
   if (init_sent) r = wire::Receive(link->fd, DeadlineAfter(LoadTimeout()), msg, &passed, &bad);
   link->DrainLog();  // its load lines, before the engine's own about the load
   // The worker's pidfd (made by the worker itself, so it is surely that
@@ -383,8 +388,11 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
     std::vector<uint64_t> frees = cur->TakeFrees();
     const uint32_t seq = ++cur->seq;
     // The engine's level in effect, applied by the worker before the call
-    // (an embedding engine may have changed it since the worker started).
-    pg.log_level.store(static_cast<int32_t>(CurrentLogLevel()), std::memory_order_relaxed);
+    // (an embedding engine may have changed it since the worker started):
+    // the level its loggers filter at, read without a lock (SetLogLevel sets
+    // every logger's; CurrentLogLevel would take the log's mutex and read
+    // the environment on every call).
+    pg.log_level.store(static_cast<int32_t>(FromSpdlog(PluginLogger()->level())), std::memory_order_relaxed);
     bool sent = true;
     if (out.in_page) {
       const std::size_t n = std::min<std::size_t>(frees.size(), page::kMaxFrees);

@@ -99,7 +99,6 @@ struct WorkerLink {
   // Its log lines, re-emitted through the engine's log (worker_log.h); null
   // when the socket could not be made (the worker then logs to its stderr).
   std::unique_ptr<WorkerLogReader> log;
-  int log_worker_end = -1;  // the worker's end of the log socket until init has lent it
   uint32_t log_seen = 0;  // the page's log_records when last drained; under ProcessPlugin's lock
   // Re-emits the lines the worker logged up to its last answer (when it logged any).
   void DrainLog();

@@ -285,10 +285,15 @@ host::HostOptions HostOptionsFor(const RunArgs& a, std::ostream& err) {
   opts.allow_insecure = a.allow_insecure;
   opts.default_isolation = a.isolation;
   opts.call_timeout_s = a.call_timeout_s;
+  // The opp path entries, decided here (the host is told them): the run's
+  // warnings tell an entry that does not exist from a plugin.
+  const char* env_opp = std::getenv("ASCEND_CUSTOM_OPP_PATH");
   if (!a.opp_path.empty()) {
     opts.opp_paths = plugin::SplitOppPath(a.opp_path);
-    opts.use_env_opp_path = false;
+  } else if (env_opp != nullptr) {
+    opts.opp_paths = plugin::SplitOppPath(env_opp);
   }
+  opts.use_env_opp_path = false;
   if (a.skip_crashed) {
     std::string why;
     auto verdict = registry::CrashVerdicts(a.registry_cache, &why);
@@ -426,7 +431,8 @@ int Run(const RunArgs& a, std::ostream& out, std::ostream& err, const std::funct
   OpRegistry registry;
   Status st = RegisterBuiltinOps(registry);
   if (!st.ok()) throw std::runtime_error(st.message());
-  host::PluginHost plugin_host(HostOptionsFor(a, err), registry);
+  const host::HostOptions host_opts = HostOptionsFor(a, err);
+  host::PluginHost plugin_host(host_opts, registry);
   // Destroyed before the host: the host's teardown (sub-interpreters ending,
   // their atexit handlers) and Python's finalization run after the caller's
   // before_teardown (ge-run's exit watchdog), with the status the run ends with.
@@ -439,11 +445,7 @@ int Run(const RunArgs& a, std::ostream& out, std::ostream& err, const std::funct
     }
   } before_host_teardown{exit_rc, before_teardown};
   const auto& reports = plugin_host.LoadAll();
-  const char* env_opp = std::getenv("ASCEND_CUSTOM_OPP_PATH");
-  const std::vector<std::string> entries = !a.opp_path.empty() ? plugin::SplitOppPath(a.opp_path)
-                                           : env_opp != nullptr ? plugin::SplitOppPath(env_opp)
-                                                                : std::vector<std::string>{};
-  const std::string failed = WarnAboutPlugins(reports, entries, err);
+  const std::string failed = WarnAboutPlugins(reports, host_opts.opp_paths, err);
   nlohmann::json summary;
   {
     Engine engine(registry);

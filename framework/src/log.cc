@@ -20,19 +20,6 @@ std::mutex g_mu;  // leaf lock: never held while waiting for anything else
 std::optional<LogLevel> g_level;
 std::shared_ptr<LogSink> g_user_sink;  // read and written with std::atomic_load/store
 
-
-constexpr LogLevel FromSpdlog(spdlog::level::level_enum l) {
-  switch (l) {
-    case spdlog::level::trace: return LogLevel::kTrace;
-    case spdlog::level::debug: return LogLevel::kDebug;
-    case spdlog::level::info: return LogLevel::kInfo;
-    case spdlog::level::warn: return LogLevel::kWarn;
-    case spdlog::level::err: return LogLevel::kError;
-    case spdlog::level::critical: return LogLevel::kCritical;
-    default: return LogLevel::kOff;
-  }
-}
-
 LogLevel LevelLocked() {
   if (g_level) return *g_level;
   const char* env = std::getenv("GE_LOG_LEVEL");

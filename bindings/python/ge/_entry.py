@@ -74,6 +74,11 @@ def import_plugin(name, path, is_package, subinterpreter):
     return {"version": meta["version"], "description": meta["description"], "before": before}
 
 
+def _op_types_of(impls):
+    """The sorted op_types of implementation descriptors."""
+    return sorted({d.op_type for d in impls if isinstance(d.op_type, str)})
+
+
 def _note_op_types(exc, before, attempted=None):
     """Tell the host which op_types the failing plugin had implemented so far
     (``__ge_op_types__``, sorted; ``attempted`` when taken earlier): a node of
@@ -81,7 +86,7 @@ def _note_op_types(exc, before, attempted=None):
     loaded."""
     try:
         if attempted is None:
-            attempted = sorted({d.op_type for d in _host._new_since(before)[1] if isinstance(d.op_type, str)})
+            attempted = _op_types_of(_host._new_since(before)[1])
         exc.__ge_op_types__ = list(attempted)
     except Exception:  # an exception that takes no attributes: nothing to tell
         pass
@@ -149,13 +154,14 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
     attempted = None
     try:
         library = {op_type: _library_proto(ir) for op_type, ir in (library_irs or {}).items()}
-        # The prototypes an implementation's op_type could have meant (before
-        # a failed collect undoes the plugin's registrations): its own and the
-        # op libraries', never another plugin's (the main interpreter holds
-        # those of every main-isolation plugin; they do not serve this one).
-        known = [p.op_type for p in _host._new_since(before)[0]] + list(library)
-        # What the plugin implements, taken before a failed collect removes it.
-        attempted = sorted({d.op_type for d in _host._new_since(before)[1] if isinstance(d.op_type, str)})
+        # Taken before a failed collect undoes the plugin's registrations: the
+        # prototypes an implementation's op_type could have meant (its own and
+        # the op libraries', never another plugin's: the main interpreter holds
+        # those of every main-isolation plugin; they do not serve this one),
+        # and what the plugin implements.
+        new_protos, new_impls = _host._new_since(before)
+        known = [p.op_type for p in new_protos] + list(library)
+        attempted = _op_types_of(new_impls)
         try:
             collected = _host.collect(before, library)
         except RuntimeError as exc:

@@ -27,6 +27,19 @@ constexpr spdlog::level::level_enum ToSpdlog(LogLevel l) noexcept {
   return spdlog::level::warn;
 }
 
+// The LogLevel of spdlog's `l` (anything past critical: kOff).
+constexpr LogLevel FromSpdlog(spdlog::level::level_enum l) noexcept {
+  switch (l) {
+    case spdlog::level::trace: return LogLevel::kTrace;
+    case spdlog::level::debug: return LogLevel::kDebug;
+    case spdlog::level::info: return LogLevel::kInfo;
+    case spdlog::level::warn: return LogLevel::kWarn;
+    case spdlog::level::err: return LogLevel::kError;
+    case spdlog::level::critical: return LogLevel::kCritical;
+    default: return LogLevel::kOff;
+  }
+}
+
 // The logger of `component`, created on first use on the shared sink
 // (stderr, or the LogSink of SetLogSink). Never null. Thread-safe.
 std::shared_ptr<spdlog::logger> Logger(const std::string& component);

@@ -175,8 +175,9 @@ using OutputMetas = std::map<std::string, std::vector<TensorDesc>>;
 void ResolveOp(const OpRegistry& registry, const GraphNode& n, CompiledNode& c) {
   auto reg = registry.Find(n.op_type);
   if (!reg) {
-    // A plugin that prototyped the op_type without implementing it is the
-    // likely cause (a prototype and its implementation split over two plugins).
+    // A plugin's note says why the op_type is known but not registered (a
+    // plugin that implements it was not loaded, or one only prototypes it);
+    // else a close op_type or the registered ones.
     const std::string note = registry.UnimplementedNote(n.op_type);
     throw EngineError(Kind::kUnknownOpType, n.name,
                       NodeWhere(n) + ": unknown op_type '" + Abbreviate(n.op_type) + "'" +

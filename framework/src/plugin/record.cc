@@ -155,6 +155,15 @@ std::string SplitPrototypeNote(const std::string& op_type,
          (prototyped_by.size() > 1 ? ", other plugins: " : ", another plugin: ") + kSplitAdvice;
 }
 
+std::vector<std::string> OwnPrototypeOpTypes(const PluginRecord& r) {
+  if (!r.ok() || r.op_library) return {};
+  std::vector<std::string> out = r.prototypes;
+  for (const auto& op : r.ops) {
+    if (op.prototype_library.empty()) out.push_back(op.op_type);
+  }
+  return out;
+}
+
 bool HasSplitPrototypeNote(const std::string& message) {
   const std::string advice = kSplitAdvice;
   return message.size() >= advice.size() &&

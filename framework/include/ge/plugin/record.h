@@ -135,6 +135,10 @@ inline constexpr const char* kSplitAdvice =
     "each other)";
 std::string SplitPrototypeNote(const std::string& op_type,
                                const std::vector<std::pair<std::string, std::string>>& prototyped_by);
+// The op_types a Python plugin that loaded has a prototype of itself: those
+// it does not implement (`prototypes`) and its ops bound to no op library's.
+// Empty for an op library and for a plugin that is not ok.
+std::vector<std::string> OwnPrototypeOpTypes(const PluginRecord& r);
 // Whether `message` ends with such a note (after kSplitNoteStart), and the
 // message without it (unchanged when it has none).
 bool HasSplitPrototypeNote(const std::string& message);
