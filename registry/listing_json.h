@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace ge::registry {
@@ -62,7 +63,12 @@ struct ListReply {
 };
 // nullopt (with `why`) when the line is no such reply, or its `plugins` text
 // cannot be cut out exactly (then the caller parses the line as a whole).
-// The view is valid as long as `line` is.
+// Borrowed: the reply's `plugins` and `head` are views into `line`, valid as
+// long as the caller's string is; a temporary std::string would die at the
+// end of the call's statement, so that overload is deleted (a compile error,
+// not a use-after-free that only a sanitizer sees). Thread-safe.
 std::optional<ListReply> ParseListReply(std::string_view line, std::string* why = nullptr);
+template <typename S, typename = std::enable_if_t<std::is_same_v<S, std::string>>>
+std::optional<ListReply> ParseListReply(S&& temporary_line, std::string* why = nullptr) = delete;
 
 }  // namespace ge::registry

@@ -5,6 +5,9 @@
 #include <boost/test/unit_test.hpp>
 
 #include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +20,20 @@ using namespace ge;
 using namespace ge::registry;
 
 namespace {
+
+// ParseListReply returns views into its argument: a temporary std::string is
+// refused at compile time (the reply would outlive the bytes it points into),
+// a named string or a view is accepted.
+template <typename T, typename = void>
+struct ParsesListReplyOf : std::false_type {};
+template <typename T>
+struct ParsesListReplyOf<T, std::void_t<decltype(ParseListReply(std::declval<T>()))>> : std::true_type {};
+static_assert(!ParsesListReplyOf<std::string>::value, "a temporary line must not compile");
+static_assert(!ParsesListReplyOf<std::string&&>::value, "a moved-from line must not compile");
+static_assert(ParsesListReplyOf<const std::string&>::value);
+static_assert(ParsesListReplyOf<std::string&>::value);
+static_assert(ParsesListReplyOf<std::string_view>::value);
+
 
 plugin::PluginRecord Record(const std::string& path, plugin::PluginStatus status = plugin::PluginStatus::kOk) {
   plugin::PluginRecord r;
@@ -234,11 +251,13 @@ BOOST_AUTO_TEST_CASE(a_daemon_reply_yields_its_plugins_text_as_sent) {
   json head = kHead;
   head["version"] = "1.2.3";
   head["progress"] = {{"done", 1}, {"total", 2}};
-  const auto r2 = ParseListReply(Reply(head, plugins), &why);
+  const std::string line2 = Reply(head, plugins);  // the reply's views borrow this line
+  const auto r2 = ParseListReply(line2, &why);
   BOOST_TEST_REQUIRE(r2.has_value(), why);
   BOOST_TEST(std::string(r2->plugins) == plugins.dump());
   // an empty registry
-  const auto r3 = ParseListReply(Reply(kHead, json::array()), &why);
+  const std::string line3 = Reply(kHead, json::array());
+  const auto r3 = ParseListReply(line3, &why);
   BOOST_TEST_REQUIRE(r3.has_value(), why);
   BOOST_TEST(std::string(r3->plugins) == "[]");
 }
@@ -271,5 +290,6 @@ BOOST_AUTO_TEST_CASE(a_daemon_reply_that_cannot_be_passed_through_is_refused) {
   // an "insecure" verdict is the daemon's to give: passed through
   json insecure = plugins;
   insecure[0]["status"] = "insecure";
-  BOOST_TEST(ParseListReply(Reply(kHead, insecure)).has_value());
+  const std::string insecure_line = Reply(kHead, insecure);
+  BOOST_TEST(ParseListReply(insecure_line).has_value());
 }

@@ -142,11 +142,13 @@ std::string JoinPath(const std::string& folder, const std::string& name) {
 
 // A file name's extension as fs::path::extension gives it for the names a
 // folder's listing yields (never "." or ".."): from the last dot, "" when
-// there is none or the name starts with its only dot.
+// there is none or the name starts with its only dot. Borrowed: a view into
+// `name`, so a temporary string is refused at compile time (deleted below).
 std::string_view NameExtension(std::string_view name) {
   const std::size_t dot = name.rfind('.');
   return dot == std::string_view::npos || dot == 0 ? std::string_view() : name.substr(dot);
 }
+std::string_view NameExtension(std::string&& temporary_name) = delete;
 
 // The `_name.py` files and `_name/` packages of a folder (helper modules of
 // its single-file plugins), in name order.
