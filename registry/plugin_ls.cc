@@ -443,7 +443,12 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
         notes.push_back(what);
       }
     }
-    if (r.ok() && r.ops.empty() && r.prototypes.empty()) {
+    for (const auto& op : r.unprototyped) {
+      problems.emplace_back(plugin::UnprototypedNote(r.name, PathText(r.path), op.op_type),
+                            "GE's legacy execute takes its prototype from elsewhere: register one with "
+                            "@register_op in this plugin, or install the op library (REG_OP) that declares it");
+    }
+    if (r.ok() && r.ops.empty() && r.prototypes.empty() && r.unprototyped.empty()) {
       problems.emplace_back(
           PathText(r.path) + " registers no op",
           r.op_library ? "register a prototype (REG_OP) or a custom op (REG_AUTO_MAPPING_OP) in the library"
@@ -468,6 +473,18 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
       }
     }
     for (const auto& w : r.warnings) notes.push_back(w);
+    // Plugins written for an earlier GE release load here (the class decides
+    // which release's rules apply); say where the newest GE would refuse one.
+    // (An op without a prototype is a problem above already.)
+    std::vector<std::string> release_warnings;
+    for (const auto& op : r.ops) {
+      if (op.newest_refusal.empty()) continue;
+      release_warnings.push_back(
+          "op_type '" + op.op_type + "' " +
+          (op.rules == "newest" ? std::string("loads here")
+                                : "follows GE " + op.rules + "'s rules (its class derives from EagerExecuteOp)") +
+          ", but the newest GE refuses it: " + op.newest_refusal);
+    }
     if (candidate_of.count(r.path) && r.ok() && !r.op_library) {
       if (r.version.empty()) notes.push_back("no version: set [project] version in pyproject.toml or __version__");
       if (r.description.empty()) notes.push_back("no description: add a module docstring or [project] description");
@@ -476,8 +493,10 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
     if (json_out) {
       json pj = json::array();
       for (const auto& [p, h] : problems) pj.push_back({{"problem", Utf8Text(p)}, {"hint", h}});
+      json wj = json::array();
+      for (const auto& w : release_warnings) wj.push_back(Utf8Text(w));
       reports.push_back({{"path", PathText(r.path)}, {"plugin", plugin::ToJson(r)}, {"problems", pj},
-                         {"notes", notes}, {"ok", problems.empty()}});
+                         {"notes", notes}, {"warnings", wj}, {"ok", problems.empty()}});
       continue;
     }
     // No verdict here: the one verdict is the last line, over every plugin checked.
@@ -493,7 +512,12 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
       for (const auto& cap : op.capabilities) text << (first ? "" : ", ") << cap, first = false;
       text << "]";
       if (!op.prototype_library.empty()) text << "  (prototype from " << Printable(PathText(op.prototype_library)) << ")";
+      if (!op.rules.empty()) text << "  (rules " << op.rules << ")";
       text << "\n";
+    }
+    for (const auto& op : r.unprototyped) {
+      text << "  op " << Printable(op.op_type) << "  [eager_execute]  (rules " << op.rules
+           << ", no prototype: no node of it runs)\n";
     }
     for (const auto& p : r.prototypes) text << "  prototype " << Printable(p) << "\n";
     for (const auto& [p, h] : problems) text << "problem: " << Printable(p) << "\n  hint: " << h << "\n";
@@ -506,7 +530,8 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
         r.error.traceback.find(own_frame) != std::string::npos) {
       text << TerminalSafe(Abbreviate(r.error.traceback, kMaxDetailsChars), /*keep_newlines=*/true) << "\n";
     }
-    for (const auto& n : notes) text << "note: " << n << "\n";
+    for (const auto& w : release_warnings) text << "warning: " << Printable(w) << "\n";
+    for (const auto& n : notes) text << "note: " << Printable(n) << "\n";
   }
   if (records.empty()) {
     total_problems = 1;
@@ -514,7 +539,7 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
       reports.push_back({{"path", PathText(path)}, {"plugin", nullptr},
                          {"problems", json::array({{{"problem", "no plugin in " + Utf8Text(path)},
                                                     {"hint", "give a .py file, a package folder or an opp folder"}}})},
-                         {"notes", json::array()}, {"ok", false}});
+                         {"notes", json::array()}, {"warnings", json::array()}, {"ok", false}});
     } else {
       text << "checking " << Printable(PathText(path)) << " (no plugin found)\n"
            << "problem: no plugin in " << Printable(PathText(path))

@@ -154,7 +154,7 @@ class PythonOpAdapter final : public CapabilityReportingOp,
   PythonOpAdapter(std::shared_ptr<LoadedPlugin> plugin, std::shared_ptr<const OpSchema> schema, uint32_t caps,
                   std::string descriptor_key, py::InterpreterRef cls, py::InterpreterRef proto, py::InterpreterRef call_infer_meta,
                   py::InterpreterRef ctx_var, py::InterpreterRef compile_vars, py::InterpreterRef revalidate_compile,
-                  py::InterpreterRef launch_var,
+                  py::InterpreterRef launch_var, py::ExecuteCall execute_call,
                   std::shared_ptr<std::atomic<uint64_t>> calls)
       : plugin_(std::move(plugin)),
         schema_(std::move(schema)),
@@ -167,6 +167,7 @@ class PythonOpAdapter final : public CapabilityReportingOp,
         compile_vars_(std::move(compile_vars)),
         revalidate_compile_(std::move(revalidate_compile)),
         launch_var_(std::move(launch_var)),
+        execute_call_(execute_call),
         calls_(std::move(calls)) {
     for (std::size_t m = 0; m < std::size(kMethods); ++m) {
       crumbs_[m] = "calling " + std::string(kMethods[m]) + " of op_type '" + TerminalSafe(Abbreviate(schema_->op_type)) +
@@ -210,7 +211,8 @@ class PythonOpAdapter final : public CapabilityReportingOp,
       if (!st.ok()) return st;
     }
     calls_->fetch_add(1, std::memory_order_relaxed);
-    return py::InvokeExecute(execute_.get(), ctx_var_.get(), ctx, site, /*keep_python_error=*/false, &*execute_frame_);
+    return py::InvokeExecute(execute_.get(), ctx_var_.get(), ctx, site, /*keep_python_error=*/false, &*execute_frame_,
+                             execute_call_);
   }
 
   Status DoCompile(OpCompileContext* ctx) {
@@ -276,6 +278,9 @@ class PythonOpAdapter final : public CapabilityReportingOp,
   std::string descriptor_key_;
   py::InterpreterRef cls_, proto_, call_infer_meta_, ctx_var_, compile_vars_, revalidate_compile_, launch_var_, instance_,
       execute_, compile_, declare_;
+  // How execute is called: what the class is decided it at load
+  // (share/docs/plugin-authors.md, "Plugins from earlier GE releases").
+  py::ExecuteCall execute_call_;
   std::shared_ptr<std::atomic<uint64_t>> calls_;
   // What execute keeps between calls (bindings/native/dispatch.h); its site, made once.
   std::optional<py::ExecuteFrame> execute_frame_;
@@ -378,6 +383,13 @@ struct PluginHost::Impl {
     // Per adapter: the IMPL_OP infer functions of that C++ prototype (null when none or not bound).
     std::vector<std::pair<InferShapeKernelFunc, InferDataTypeKernelFunc>> bound_infer;
     std::vector<std::string> own_protos;  // op_types of the prototypes the plugin registered itself
+    // Per adapter (as `made`; in-process plugins): the release whose rules its
+    // class followed and what the newest GE's rules refuse ("" when nothing).
+    struct Rules {
+      std::string rules, newest_refusal;
+    };
+    std::vector<Rules> rules;
+    std::vector<plugin::OpRecord> worker_ops;  // isolation "process": the ops as its worker recorded them
     // Not loaded: the op_types it implements (as far as it got), each noted
     // in the registry as "implemented by this plugin, which was not loaded".
     std::vector<std::string> attempted;
@@ -395,6 +407,17 @@ struct PluginHost::Impl {
       if (i < l.bound_infer.size() && l.bound_infer[i].first != nullptr) caps = caps | CustomOpCapability::kInferMeta;
       op.capabilities = CapabilityNames(caps);
       if (i < l.bound.size()) op.prototype_library = l.bound[i];
+      if (i < l.rules.size()) {
+        op.rules = l.rules[i].rules;
+        op.newest_refusal = l.rules[i].newest_refusal;
+      } else if (l.process) {
+        // A process plugin's rules were decided in its worker, whose record says them.
+        for (const auto& w : l.worker_ops) {
+          if (w.op_type != op.op_type) continue;
+          op.rules = w.rules;
+          op.newest_refusal = w.newest_refusal;
+        }
+      }
       ops.push_back(std::move(op));
     }
     return ops;
@@ -532,6 +555,31 @@ struct PluginHost::Impl {
         const std::string op_type = bp::extract<std::string>(impl["op_type"]);
         const std::string key = bp::extract<std::string>(impl["descriptor_key"]);
         const bool on_library = bp::extract<bool>(impl["library"]);
+        const std::string rules = bp::extract<std::string>(impl["rules"]);
+        const std::string call_name = bp::extract<std::string>(impl["call"]);
+        const std::optional<py::ExecuteCall> call = py::ParseExecuteCall(call_name);
+        if (!call) throw std::logic_error("ge._entry.collect gave execute call form '" + call_name + "'");
+        // Logged; the record keeps the data they come from (rules, newest_refusal),
+        // from which ge-plugin-ls --check words its own warning.
+        bp::list impl_warnings = bp::extract<bp::list>(impl["warnings"]);
+        for (Py_ssize_t k = 0; k < bp::len(impl_warnings); ++k) {
+          log->warn("{}: {}", TerminalSafe(c.path), TerminalSafe(bp::extract<std::string>(impl_warnings[k])()));
+        }
+        const std::string newest_refusal = bp::extract<std::string>(impl["newest_refusal"]);
+        if (bp::object(impl["ir"]).is_none()) {
+          // A legacy execute registered without a prototype: nothing a node
+          // can run until one is registered, which the node's error says (Commit).
+          plugin::OpRecord op;
+          op.op_type = op_type;
+          op.capabilities = {"eager_execute"};
+          op.rules = rules;
+          op.newest_refusal = newest_refusal;
+          // Logged, not a record warning: the record lists it (unprototyped).
+          log->warn("{}", TerminalSafe(plugin::UnprototypedNote(c.name, c.path, op_type)));
+          l.report.unprototyped.push_back(std::move(op));
+          l.keys.emplace_back(op_type, key);  // forgotten with the plugin (main interpreter)
+          continue;
+        }
         std::shared_ptr<const OpSchema> schema;
         uint32_t mask = static_cast<uint32_t>(CustomOpCapability::kInferMeta);
         if (on_library) {
@@ -556,7 +604,8 @@ struct PluginHost::Impl {
         }
         l.made.push_back(std::make_shared<PythonOpAdapter>(
             loaded, schema, mask, key, Keep(impl["cls"]), Keep(impl["proto"]), Keep(shared[0]), Keep(shared[1]),
-            Keep(shared[2]), Keep(impl["revalidate"]), Keep(shared[3]), calls));
+            Keep(shared[2]), Keep(impl["revalidate"]), Keep(shared[3]), *call, calls));
+        l.rules.push_back({rules, newest_refusal});
         l.keys.emplace_back(op_type, key);
       }
     } catch (const bp::error_already_set&) {
@@ -614,6 +663,8 @@ struct PluginHost::Impl {
     if (r.description.empty()) r.description = w.description;
     r.warnings.insert(r.warnings.end(), w.warnings.begin(), w.warnings.end());
     r.prototypes = w.prototypes;  // those it does not implement (NotePrototypes, in the worker)
+    r.unprototyped = w.unprototyped;
+    l.worker_ops = w.ops;
     if (!w.ok()) {
       r.status = w.status;
       r.error = w.error;
@@ -704,6 +755,7 @@ struct PluginHost::Impl {
     r.ops = OpRecordsOf(l);
     sources.push_back(l.plugin.path);
     NotePrototypes(l);
+    NoteUnprototyped(l);
     if (!l.sub && !l.process) main_loaded.emplace_back(l.plugin.name, l.keys);
     adapters.insert(adapters.end(), l.made.begin(), l.made.end());
     l.made.clear();
@@ -797,6 +849,15 @@ struct PluginHost::Impl {
                                  l.plugin.path);
     }
     l.report.prototypes.assign(unimplemented.begin(), unimplemented.end());
+  }
+
+  // A node of an op_type that a loaded plugin implements with a legacy
+  // execute but that has no prototype is told so (the registry's note).
+  void NoteUnprototyped(const Loading& l) {
+    for (const auto& op : l.report.unprototyped) {
+      registry.NoteUnimplemented(op.op_type, plugin::UnprototypedNote(l.plugin.name, l.plugin.path, op.op_type),
+                                 l.plugin.path);
+    }
   }
 
   // "the prototype of op_type 'X' is registered by plugin 'P' (path), another

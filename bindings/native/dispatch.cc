@@ -1,6 +1,7 @@
 // dispatch.cc: argument binding and invocation of schema-bound callbacks.
 #include "dispatch.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -299,7 +300,7 @@ Status CppErrorStatus(const CallSite& site, const std::exception& e) {
 namespace {
 
 template <typename Call>
-Status CheckNone(const CallSite& site, bool keep_python_error, Call&& call);
+Status CheckNone(const CallSite& site, bool keep_python_error, Call&& call, bool check = true);
 
 // Runs `call` (returns a new reference or null with an error set) with each
 // (ContextVar, value) of [first, last) bound for its duration (reset
@@ -307,7 +308,7 @@ Status CheckNone(const CallSite& site, bool keep_python_error, Call&& call);
 // checks that it returned None.
 template <typename Call>
 Status WithContextVars(const std::pair<PyObject*, PyObject*>* first, std::size_t n, const CallSite& site,
-                       bool keep_python_error, Call&& call) {
+                       bool keep_python_error, Call&& call, bool check_none = true) {
   constexpr std::size_t kMaxBindings = 4;
   if (n > kMaxBindings) throw std::logic_error("more ContextVars than a schema-bound call binds");
   OwnedRef tokens[kMaxBindings];
@@ -332,20 +333,23 @@ Status WithContextVars(const std::pair<PyObject*, PyObject*>* first, std::size_t
     }
     tokens[set] = OwnedRef::Steal(token);
   }
-  return CheckNone(site, keep_python_error, [&] {
-    PyObject* result = call();
-    reset();
-    return result;
-  });
+  return CheckNone(
+      site, keep_python_error,
+      [&] {
+        PyObject* result = call();
+        reset();
+        return result;
+      },
+      check_none);
 }
 
-// Runs `call` (returns a new reference or null with an error set) and checks
-// that it returned None.
+// Runs `call` (returns a new reference or null with an error set) and, with
+// `check`, checks that it returned None.
 template <typename Call>
-Status CheckNone(const CallSite& site, bool keep_python_error, Call&& call) {
+Status CheckNone(const CallSite& site, bool keep_python_error, Call&& call, bool check) {
   OwnedRef result = OwnedRef::Steal(call());
   if (result.get() == nullptr) return PythonErrorStatus(site, keep_python_error);
-  if (result.get() != Py_None) {
+  if (check && result.get() != Py_None) {
     const std::string text = site.method + " must return None, got " + Py_TYPE(result.get())->tp_name;
     ErrorInfo e = TypeErrorInfo(site, text);
     if (keep_python_error) e.message = text;
@@ -589,8 +593,15 @@ ExecuteFrame::~ExecuteFrame() = default;
 void ExecuteFrame::Reset() noexcept { s_->Reset(); }
 std::size_t ExecuteFrame::ReusedViews() const noexcept { return s_->reused; }
 
+std::optional<ExecuteCall> ParseExecuteCall(const std::string& name) {
+  if (name == "schema") return ExecuteCall::kSchemaBound;
+  if (name == "schema_any_result") return ExecuteCall::kSchemaBoundAnyResult;
+  if (name == "context") return ExecuteCall::kContext;
+  return std::nullopt;
+}
+
 Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContext* ctx, const CallSite& site,
-                     bool keep_python_error, ExecuteFrame* frame) {
+                     bool keep_python_error, ExecuteFrame* frame, ExecuteCall form) {
   std::optional<ExecuteFrame> scratch_frame;  // made only when needed
   ExecuteFrame::State* f = frame != nullptr ? frame->s_.get() : nullptr;
   if (f == nullptr || f->busy) f = scratch_frame.emplace().s_.get();
@@ -614,11 +625,15 @@ Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContex
   try {
     const OpSchema& schema = ctx->GetSchema();
     f->Bind(schema);
+    const bool with_context = form == ExecuteCall::kContext;
+    const bool check_none = form == ExecuteCall::kSchemaBound;
     const InstanceLayout& layout = ctx->InputLayout();
-    const std::size_t n_in = schema.inputs.size(), n_attr = schema.attrs.size();
+    // The context form passes no input and no attribute: the plugin reads them from the context.
+    const std::size_t n_in = with_context ? 0 : schema.inputs.size(), n_attr = with_context ? 0 : schema.attrs.size();
     // Every argument slot is written below on each call, so the vector is
     // only resized when the schema's size changes (args[-1] stays free).
-    if (f->stack.size() != 1 + n_in + n_attr) f->stack.assign(1 + n_in + n_attr, nullptr);
+    const std::size_t slots = 1 + std::max<std::size_t>(n_in + n_attr, with_context ? 1 : 0);
+    if (f->stack.size() != slots) f->stack.assign(slots, nullptr);
     PyObject** args = f->stack.data() + 1;  // args[-1] is free (PY_VECTORCALL_ARGUMENTS_OFFSET)
     for (std::size_t k = 0; k < n_in; ++k) {
       const std::size_t start = layout.Start(k), count = layout.Count(k);
@@ -640,8 +655,10 @@ Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContex
     const RuntimeAttrs& attrs = *ctx->GetAttrs();
     for (std::size_t i = 0; i < n_attr; ++i) args[n_in + i] = f->Attr(i, attrs.At(i), lease);
     PyObject* view = f->Ctx(ctx, lease);
-    PyObject* kwnames = f->kwnames.get();
-    auto call = [&] { return PyObject_Vectorcall(method, args, n_in | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames); };
+    PyObject* kwnames = with_context ? nullptr : f->kwnames.get();
+    if (with_context) args[0] = view;  // the stack has room: 1 + n_in + n_attr >= 2 slots are kept below
+    const std::size_t n_args = with_context ? 1 : n_in;
+    auto call = [&] { return PyObject_Vectorcall(method, args, n_args | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames); };
     // The op's own frame runs the callback in its Context, where the
     // ContextVar already binds the view: no token, no new mapping per call.
     // ContextVars the callback sets stay in that Context for the op's later
@@ -651,16 +668,19 @@ Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContex
     if (!end.scratch) {
       bool set_failed = false;
       if (f->context.Enter(ctx_var, view, &set_failed)) {
-        return CheckNone(site, keep_python_error, [&] {
-          PyObject* result = call();
-          f->context.Exit(ctx_var);
-          return result;
-        });
+        return CheckNone(
+            site, keep_python_error,
+            [&] {
+              PyObject* result = call();
+              f->context.Exit(ctx_var);
+              return result;
+            },
+            check_none);
       }
       if (set_failed) return PythonErrorStatus(site, keep_python_error);
     }
     const std::pair<PyObject*, PyObject*> binding{ctx_var, view};
-    return WithContextVars(&binding, 1, site, keep_python_error, call);
+    return WithContextVars(&binding, 1, site, keep_python_error, call, check_none);
   } catch (const bp::error_already_set&) {
     return PythonErrorStatus(site, keep_python_error);
   } catch (const std::exception& e) {

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +80,17 @@ Status CallSchemaBound(PyObject* method, PyObject* args, PyObject* kwargs,
 Status PythonErrorStatus(const CallSite& site, bool keep_python_error);
 Status CppErrorStatus(const CallSite& site, const std::exception& e);
 
+// How an implementation's execute is called: what the class is decides it
+// (share/docs/plugin-authors.md, "Plugins from earlier GE releases").
+enum class ExecuteCall {
+  kSchemaBound,           // execute(self, <inputs...>, *, <attrs...>); must return None (the newest GE)
+  kSchemaBoundAnyResult,  // the same, its result ignored (a GE 9.2.0-beta.x EagerExecuteOp subclass)
+  kContext,               // execute(self, ctx): the context view its one argument, the result ignored
+                          // (also 9.2.0-beta.1's execute(self, inputs), adapted in ge.custom_op.base)
+};
+// "schema", "schema_any_result", "context" (ge._entry.collect's "call"); nullopt otherwise.
+std::optional<ExecuteCall> ParseExecuteCall(const std::string& name);
+
 // What the eager execute of one op keeps between its calls, so that a call
 // builds nothing it built last time (share/docs/host-design.md, "Borrowed
 // objects"):
@@ -123,7 +135,8 @@ class ExecuteFrame {
   struct State;  // dispatch.cc
 
  private:
-  friend Status InvokeExecute(PyObject*, PyObject*, EagerOpExecutionContext*, const CallSite&, bool, ExecuteFrame*);
+  friend Status InvokeExecute(PyObject*, PyObject*, EagerOpExecutionContext*, const CallSite&, bool, ExecuteFrame*,
+                              ExecuteCall);
   std::unique_ptr<State> s_;
 };
 
@@ -131,12 +144,16 @@ class ExecuteFrame {
 // with `ctx_var` (ge.custom_op's ContextVar) bound to the context for the call.
 // With keep_python_error, a Python exception raised by the callback stays
 // pending (for ge.testing, which re-raises it) instead of being converted.
-// A non-None result is a TypeError "<method> must return None" either way.
+// A non-None result is a TypeError "<method> must return None" either way
+// (with `call` kSchemaBound; the other forms ignore the result).
 // `frame` (may be null: a temporary one) keeps the call's Python objects for
 // the next call of the same op (see ExecuteFrame); the plugin sees the same
-// arguments, expiry, read-only rules and errors either way.
+// arguments, expiry, read-only rules and errors either way. With `call`
+// kContext the one argument is the EagerOpExecutionContext view (bound to
+// `ctx_var` too), borrowed like every view: it expires when the call returns.
 Status InvokeExecute(PyObject* method, PyObject* ctx_var, EagerOpExecutionContext* ctx, const CallSite& site,
-                     bool keep_python_error = false, ExecuteFrame* frame = nullptr);
+                     bool keep_python_error = false, ExecuteFrame* frame = nullptr,
+                     ExecuteCall call = ExecuteCall::kSchemaBound);
 
 // infer_meta: calls `call_infer_meta(proto, inputs, attrs)` (ge.custom_op._proto)
 // and stores its result in ctx.

@@ -59,9 +59,12 @@ std::shared_ptr<Tensor> HostTensorFrom(bp::object spec, const std::string& what)
 // ge.testing back end: runs `method` (a bound execute) as the host would, on
 // tensors built from (data, shape, dtype) specs; returns the outputs as
 // (bytes, shape, DataType) tuples (None when not allocated). A Python exception
-// raised by the callback propagates unchanged.
+// raised by the callback propagates unchanged. `call`: how execute is called
+// ("schema", "schema_any_result" or "context", ge._entry.collect's "call").
 bp::object TestingExecute(bp::object method, bp::object ctx_var, bp::object proto_dict, bp::list inputs,
-                          bp::dict attrs) {
+                          bp::dict attrs, const std::string& call) {
+  const std::optional<ExecuteCall> form = ParseExecuteCall(call);
+  if (!form) RaiseValueError("unknown execute call form '" + call + "'");
   auto schema = SchemaFromDict(proto_dict);
   if (bp::len(inputs) != static_cast<Py_ssize_t>(schema->inputs.size())) {
     RaiseTypeError("expected " + std::to_string(schema->inputs.size()) + " inputs for " + schema->op_type + ", got " +
@@ -97,7 +100,7 @@ bp::object TestingExecute(bp::object method, bp::object ctx_var, bp::object prot
   for (const auto& o : schema->outputs) out_counts.push_back(o.kind == IrOutputKind::kRequired ? 1 : 0);
   EagerOpExecutionContext ctx(*schema, flat, InstanceLayout(counts), rt, InstanceLayout(out_counts));
   CallSite site{"<testing>", "", schema->op_type, "execute"};
-  Status st = InvokeExecute(method.ptr(), ctx_var.ptr(), &ctx, site, /*keep_python_error=*/true);
+  Status st = InvokeExecute(method.ptr(), ctx_var.ptr(), &ctx, site, /*keep_python_error=*/true, nullptr, *form);
   if (!st.ok()) {
     if (PyErr_Occurred()) bp::throw_error_already_set();
     RaiseTypeError(st.message());

@@ -269,6 +269,47 @@ BOOST_AUTO_TEST_CASE(a_record_round_trips_through_json) {
   BOOST_CHECK_MESSAGE(why.find("error_op_type") != std::string::npos, why);
 }
 
+BOOST_AUTO_TEST_CASE(release_rules_and_unprototyped_ops_round_trip_through_the_detailed_json) {
+  PluginRecord r;
+  r.name = "rel";
+  r.path = "/o/rel.py";
+  r.isolation = "process";
+  r.status = PluginStatus::kOk;
+  OpRecord op;
+  op.op_type = "RelCtx";
+  op.capabilities = {"eager_execute"};
+  op.rules = "9.2.0-beta.2";
+  op.newest_refusal = "invalid execute signature for op type RelCtx: expected None return annotation";
+  r.ops.push_back(op);
+  OpRecord lone = op;
+  lone.op_type = "RelLone";
+  lone.rules = "9.2.0-beta.1";
+  r.unprototyped.push_back(lone);
+  const nlohmann::json detail = ToJson(r);
+  BOOST_CHECK_EQUAL(detail["ops"][0]["rules"], "9.2.0-beta.2");
+  BOOST_CHECK_EQUAL(detail["unprototyped"][0]["op_type"], "RelLone");
+  // The listing's summary keeps its nine keys: rules are detail.
+  const nlohmann::json summary = ToJson(r, /*with_detail=*/false);
+  BOOST_CHECK(!summary["ops"][0].contains("rules") && !summary.contains("unprototyped"));
+  std::string why;
+  const auto back = FromJson(detail, &why);
+  BOOST_REQUIRE_MESSAGE(back.has_value(), why);
+  BOOST_CHECK_EQUAL(back->ops.at(0).rules, op.rules);
+  BOOST_CHECK_EQUAL(back->ops.at(0).newest_refusal, op.newest_refusal);
+  BOOST_REQUIRE_EQUAL(back->unprototyped.size(), 1u);
+  BOOST_CHECK_EQUAL(back->unprototyped[0].op_type, "RelLone");
+  BOOST_CHECK_EQUAL(back->unprototyped[0].rules, "9.2.0-beta.1");
+  // A rules name that no release has is refused, naming the field.
+  nlohmann::json bad = detail;
+  bad["unprototyped"][0]["rules"] = "9.3";
+  BOOST_CHECK(!FromJson(bad, &why));
+  BOOST_CHECK_MESSAGE(why.find("unprototyped[0]: field 'rules' has an unknown value '9.3'") != std::string::npos, why);
+  // The one wording of an implementation without a prototype names plugin, file and op_type.
+  const std::string note = ge::plugin::UnprototypedNote("rel", "/o/rel.py", "RelLone");
+  BOOST_CHECK_MESSAGE(note.find("plugin 'rel' (/o/rel.py) implements op_type 'RelLone'") == 0, note);
+  BOOST_CHECK_MESSAGE(note.find("register_op(op_type='RelLone')") != std::string::npos, note);
+}
+
 BOOST_AUTO_TEST_CASE(a_split_prototype_note_is_one_wording_and_comes_off_again) {
   const std::string base = "RuntimeError: canonical IR not found for schema-bound execute: X";
   const std::string one = ge::plugin::SplitPrototypeNote("X", {{"p", "/o/p.py"}});

@@ -50,7 +50,7 @@ API_CUSTOM_OP = [
     "get_declare_launch_args_ctx", "get_registered_op_impls", "get_registered_op_impl_dicts",
     "get_registered_op_impl_by_descriptor_key", "clear_registered_op_impls", "EagerOpExecutionContext",
     "OpCompileContext", "CompilePlatformInfo", "AnnotatedArgsContext", "AnnotatedKernelArgs",
-    "AnnotatedKernelLaunchInfo", "WorkspaceAddr", "InferMetaContext",
+    "AnnotatedKernelLaunchInfo", "WorkspaceAddr", "InferMetaContext", "BaseCustomOp", "EagerExecuteOp",
 ]
 
 

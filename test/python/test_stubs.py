@@ -206,8 +206,12 @@ def _stub_params(fn):
     for i, (arg, default) in enumerate(zip(positional, defaults)):
         posonly = i < len(a.posonlyargs) or (arg.arg.startswith("__") and not arg.arg.endswith("__"))
         out.append((arg.arg, "POSITIONAL_ONLY" if posonly else "POSITIONAL_OR_KEYWORD", default is not None))
+    if a.vararg is not None:
+        out.append((a.vararg.arg, "VAR_POSITIONAL", False))
     for arg, default in zip(a.kwonlyargs, a.kw_defaults):
         out.append((arg.arg, "KEYWORD_ONLY", default is not None))
+    if a.kwarg is not None:
+        out.append((a.kwarg.arg, "VAR_KEYWORD", False))
     return out
 
 
@@ -246,7 +250,7 @@ def test_custom_op_stub_exports_exactly_api_md_section_1():
            "get_declare_launch_args_ctx", "get_registered_op_impls", "get_registered_op_impl_dicts",
            "get_registered_op_impl_by_descriptor_key", "clear_registered_op_impls", "EagerOpExecutionContext",
            "OpCompileContext", "CompilePlatformInfo", "AnnotatedArgsContext", "AnnotatedKernelArgs",
-           "AnnotatedKernelLaunchInfo", "WorkspaceAddr", "InferMetaContext"}
+           "AnnotatedKernelLaunchInfo", "WorkspaceAddr", "InferMetaContext", "BaseCustomOp", "EagerExecuteOp"}
     assert set(_stub_all(_stub_tree("ge.custom_op"))) == api
     assert set(_stub_all(_stub_tree("ge.runtime"))) == {
         "Tensor", "TensorDesc", "Shape", "StorageShape", "StorageFormat", "ExpandDimsType", "TensorPlacement"}

@@ -7,7 +7,7 @@ import pytest
 
 from ge.custom_op import _host, _proto, register_op, register_op_impl
 from ge.custom_op import proto as proto_mod
-from ge.custom_op._validate import validate_descriptor, validate_impl
+from ge.custom_op._validate import ImplRules, validate_descriptor, validate_impl
 from ge.custom_op import clear_registered_op_impls, get_registered_op_impls
 from ge.graph import DataType
 from ge.runtime import TensorDesc
@@ -510,7 +510,10 @@ def test_validate_descriptor_checks_every_capability(exec_plugin, raises):
 
 def test_validate_descriptor_ok(make_impl):
     ir = register_ir()
-    assert validate_descriptor(make_impl("compile", params("compile")), ir) is None
+    decided = validate_descriptor(make_impl("compile", params("compile")), ir)
+    # A class without execute follows the newest rules; nothing to warn about.
+    assert (decided.rules, decided.call, decided.needs_ir, decided.warnings, decided.newest_refusal) == (
+        "newest", "schema", True, (), "")
 
 
 # --------------------------------------------------------------------------- host collection
@@ -577,6 +580,7 @@ def test_collect_returns_new_registrations(exec_plugin):
         "class_name": "PluginImpl",
         "interfaces": ["eager_execute", "compilable"],
         "cls": ns["PluginImpl"],
+        "rules": ImplRules("newest", "schema", True, (), ""),
     }]
     assert _host.collect(_host.snapshot()) == {"protos": [], "impls": []}
 

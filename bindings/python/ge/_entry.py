@@ -142,11 +142,16 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
 
     Returns ``{"impls": [...], "protos": [op_type, ...]}``: the implementations,
     sorted by op_type, as ``{"op_type", "descriptor_key", "cls", "ir" (the
-    canonical IR as a dict), "proto" (the OpProto object, None when bound to a
-    C++ prototype), "library" (True when bound to a C++ prototype),
-    "interfaces" (names among eager_execute, compilable, annotated_args),
-    "revalidate" (callable checking compile again before each call)}``; and
-    the op_types of the prototypes this plugin registered itself.
+    canonical IR as a dict; None for a legacy execute registered without
+    one), "proto" (the OpProto object, None when bound to a C++ prototype),
+    "library" (True when bound to a C++ prototype), "interfaces" (names among
+    eager_execute, compilable, annotated_args), "revalidate" (callable
+    checking compile again before each call), "rules" ("9.2.0-beta.1",
+    "9.2.0-beta.2" or "newest": the release whose rules applied), "call"
+    ("schema", "schema_any_result" or "context": how execute is called),
+    "warnings" (list of str), "newest_refusal" (what the newest GE's rules
+    refuse, "" when nothing)}``; and the op_types of the prototypes this
+    plugin registered itself.
     Raises the validation error (TypeError, RuntimeError, ValueError) after
     undoing the plugin's registrations; RuntimeError "canonical IR not found
     ..." (``__ge_kind__`` "prototype") when an implementation has a prototype
@@ -178,10 +183,15 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
             op_type = impl["op_type"]
             key = impl["descriptor_key"]
             descriptor = impl["cls"].__ge_op_impl_descriptor__
+            decided = impl["rules"]
             if op_type in irs:
                 ir, proto, bound = irs[op_type], _proto_api.get_registered_op_proto_by_op_type(op_type), False
             elif op_type in library:
                 ir, proto, bound = library_irs[op_type], None, True
+            elif not decided.needs_ir:
+                # A legacy execute registers without a prototype; a node of
+                # the op_type is refused naming the missing one (the host's note).
+                ir, proto, bound = None, None, False
             else:
                 exc = RuntimeError(f"op_type '{op_type}' ({key}): canonical IR not found"
                                    f"{_failed_library_note(failed_libraries, op_type) or _close_op_type_note(op_type, known)}")
@@ -199,6 +209,12 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
                 # compile is validated again before every call (share/docs/plugin-authors.md, "The implementation").
                 "revalidate": partial(validate_impl, descriptor, "compile",
                                       library[op_type] if bound else proto),
+                # Which release's rules applied (share/docs/plugin-authors.md,
+                # "Plugins from earlier GE releases") and what follows from them.
+                "rules": decided.rules,
+                "call": decided.call,
+                "warnings": list(decided.warnings),
+                "newest_refusal": decided.newest_refusal,
             })
     except BaseException as exc:
         _note_op_types(exc, before, attempted)

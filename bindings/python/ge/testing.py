@@ -19,6 +19,7 @@ Example::
 import functools
 import os
 import struct
+import warnings
 from typing import Any, List, Mapping, Optional, Sequence
 
 import _ge_native
@@ -29,7 +30,7 @@ from ge.runtime import TensorDesc
 from . import custom_op
 from .custom_op import _proto
 from .custom_op._impl import get_registered_op_impl_by_op_type
-from .custom_op._validate import validate_impl
+from .custom_op._validate import execute_rules, validate_impl
 
 __all__ = ["HostTensor", "host_tensor", "run_execute", "run_infer_meta", "run_compile", "run_declare_launch_args"]
 
@@ -194,6 +195,12 @@ def run_execute(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[str
     dtypes and shapes. After ``execute`` every output must be allocated and
     match what infer_meta returned.
 
+    The implementation's class decides which GE release's rules apply, as in
+    the host (share/docs/plugin-authors.md, "Plugins from earlier GE
+    releases"): a legacy ``execute(self, ctx)`` / ``execute(self, inputs)``
+    gets the context, and an ``EagerExecuteOp`` subclass's result is not
+    checked.
+
     Returns the outputs, flattened, as HostTensors. Raises RuntimeError when
     op_type has no prototype or no implementation, when execute did not
     allocate an output ("execute did not allocate output N") or an output's
@@ -205,7 +212,16 @@ def run_execute(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[str
     impl = get_registered_op_impl_by_op_type(op_type)
     if impl is None:
         raise RuntimeError(f"no implementation registered for op_type '{op_type}'")
-    validate_impl(impl, "execute", proto)
+    notes: List[str] = []
+    validate_impl(impl, "execute", proto, notes)
+    for note in notes:  # loads in the host too, with the same warning in its log
+        warnings.warn(note, UserWarning, stacklevel=2)
+    if proto is None:  # a legacy execute registers without one; running it needs one (as in the engine)
+        raise RuntimeError(f"op_type '{op_type}' has no prototype (canonical IR): its implementation "
+                           f"{impl.descriptor_key} has a legacy execute (GE 9.2.0-beta.x), which registers "
+                           f"without one, but a node needs one to run: register one with "
+                           f"register_op(op_type='{op_type}')")
+    _, call = execute_rules(impl.cls, proto)
     inputs = list(inputs)
     attrs = dict(attrs or {})
     _check_inputs(proto, inputs)
@@ -215,7 +231,7 @@ def run_execute(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[str
     flat = _proto.call_infer_meta(proto, [_desc(x) for x in inputs], full)
     obj = instance if instance is not None else impl.cls()
     outs = _ge_native._testing_execute(obj.execute, custom_op._EXECUTE_CTX, _expanded_proto_dict(proto, flat),
-                                       [_spec(x) for x in inputs], attrs)
+                                       [_spec(x) for x in inputs], attrs, call)
     if len(outs) != len(flat):  # cannot happen with the layout above; never return a partial check
         raise RuntimeError(f"op_type '{op_type}': execute produced {len(outs)} output slot(s), "
                            f"infer_meta returned {len(flat)}")

@@ -35,10 +35,13 @@ std::optional<Cache> LoadCache(const std::string& path, std::string* why, bool l
   };
   const json j = json::parse(*text, light ? drop : json::parser_callback_t(nullptr), false);
   if (j.is_discarded() || !j.is_object()) return fail("cache " + path + " is unreadable (cut short or corrupted)");
-  if (j.value("format", "") != kCacheFormat || !j.contains("version") || !j["version"].is_number_integer() ||
-      j["version"].get<int64_t>() != kCacheVersion) {
-    return fail("cache " + path + " has a foreign format or version (expected " + kCacheFormat + " v" +
+  if (j.value("format", "") != kCacheFormat || !j.contains("version") || !j["version"].is_number_integer()) {
+    return fail("cache " + path + " has a foreign format (expected " + kCacheFormat + " v" +
                 std::to_string(kCacheVersion) + ")");
+  }
+  if (const int64_t got = j["version"].get<int64_t>(); got != kCacheVersion) {
+    return fail("cache " + path + " is version " + std::to_string(got) + ", this build reads version " +
+                std::to_string(kCacheVersion) + " (" + kCacheFormat + ")");
   }
   if (!j.contains("plugins") || !j["plugins"].is_array() || !j.contains("opp_path") || !j["opp_path"].is_array()) {
     return fail("cache " + path + " is malformed");

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include <algorithm>
 #include <array>
 #include <ostream>
 #include <cstdint>
@@ -155,6 +156,14 @@ std::string SplitPrototypeNote(const std::string& op_type,
          (prototyped_by.size() > 1 ? ", other plugins: " : ", another plugin: ") + kSplitAdvice;
 }
 
+std::string UnprototypedNote(const std::string& name, const std::string& path, const std::string& op_type) {
+  const std::string t = Abbreviate(op_type);
+  return "plugin '" + name + "' (" + path + ") implements op_type '" + t +
+         "' with a legacy execute (GE 9.2.0-beta.x: execute(self, ctx) or execute(self, inputs)), which registers "
+         "without a prototype, but no prototype (canonical IR) of '" + t + "' is registered: add register_op(op_type='" +
+         t + "') to that plugin, or an op library whose REG_OP declares it";
+}
+
 std::vector<std::string> OwnPrototypeOpTypes(const PluginRecord& r) {
   if (!r.ok() || r.op_library) return {};
   std::vector<std::string> out = r.prototypes;
@@ -176,14 +185,22 @@ std::string WithoutSplitPrototypeNote(const std::string& message) {
   return message.substr(0, message.rfind(kSplitNoteStart));
 }
 
+namespace {
+
+json OpToJson(const OpRecord& op, bool with_detail) {
+  json o = {{"op_type", Utf8Text(op.op_type)}, {"capabilities", op.capabilities}};
+  if (with_detail && !op.prototype.is_null()) o["prototype"] = op.prototype;
+  if (!op.prototype_library.empty()) o["prototype_library"] = PathText(op.prototype_library);
+  if (with_detail && !op.rules.empty()) o["rules"] = op.rules;
+  if (with_detail && !op.newest_refusal.empty()) o["newest_refusal"] = Utf8Text(op.newest_refusal);
+  return o;
+}
+
+}  // namespace
+
 json ToJson(const PluginRecord& r, bool with_detail) {
   json ops = json::array();
-  for (const auto& op : r.ops) {
-    json o = {{"op_type", Utf8Text(op.op_type)}, {"capabilities", op.capabilities}};
-    if (with_detail && !op.prototype.is_null()) o["prototype"] = op.prototype;
-    if (!op.prototype_library.empty()) o["prototype_library"] = PathText(op.prototype_library);
-    ops.push_back(std::move(o));
-  }
+  for (const auto& op : r.ops) ops.push_back(OpToJson(op, with_detail));
   json protos = json::array();
   for (const auto& p : r.prototypes) protos.push_back(Utf8Text(p));
   json j = {{"name", Utf8Text(r.name)},
@@ -197,6 +214,11 @@ json ToJson(const PluginRecord& r, bool with_detail) {
             {"ops", std::move(ops)}};
   if (!with_detail) return j;
   j["description"] = Utf8Text(r.description);
+  if (!r.unprototyped.empty()) {
+    json u = json::array();
+    for (const auto& op : r.unprototyped) u.push_back(OpToJson(op, with_detail));
+    j["unprototyped"] = std::move(u);
+  }
   if (!r.error.kind.empty()) j["error_kind"] = r.error.kind;
   if (!r.error.exception.empty()) j["error_type"] = r.error.exception;
   if (!r.error.file.empty() && r.error.line > 0) {
@@ -257,6 +279,7 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
   const json* protos = in.Array("prototypes", false);
   const json* warnings = in.Array("warnings", false);
   const json* ops = in.Array("ops", false);
+  const json* unprototyped = in.Array("unprototyped", false);
   const json* stamp = in.Object("stamp", stamp_required);
   if (!in.ok()) return fail(in.problem());
   if (stamp != nullptr) {
@@ -294,10 +317,12 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
   if (!st) return fail("field 'status' has an unknown value '" + Abbreviate(status) + "'");
   r.status = *st;
   if (r.status == PluginStatus::kOk && ops == nullptr) return fail("missing field 'ops' (status ok)");
-  if (ops != nullptr) {
+  for (const auto& [field, list, out] : {std::tuple("ops", ops, &r.ops),
+                                          std::tuple("unprototyped", unprototyped, &r.unprototyped)}) {
+    if (list == nullptr) continue;
     std::size_t i = 0;
-    for (const json& o : *ops) {
-      const std::string where = "ops[" + std::to_string(i++) + "]: ";
+    for (const json& o : *list) {
+      const std::string where = std::string(field) + "[" + std::to_string(i++) + "]: ";
       if (!o.is_object()) return fail(where + "must be an object, got " + o.type_name());
       OpRecord op;
       Reader oin(o, where);
@@ -307,7 +332,12 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
       oin.String("validation", validation);
       const json* proto = oin.Object("prototype", false);
       oin.String("prototype_library", op.prototype_library, false, true);
+      oin.String("rules", op.rules);
+      oin.String("newest_refusal", op.newest_refusal);
       if (!oin.ok()) return fail(oin.problem());
+      if (!op.rules.empty() && std::find(std::begin(kRulesNames), std::end(kRulesNames), op.rules) == std::end(kRulesNames)) {
+        return fail(where + "field 'rules' has an unknown value '" + Abbreviate(op.rules) + "'");
+      }
       for (const json& c : *caps) {
         if (!c.is_string()) return fail(where + "capabilities must be strings, got " + c.type_name());
         op.capabilities.push_back(c.get<std::string>());
@@ -318,7 +348,7 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
         }
         op.prototype = *proto;
       }
-      r.ops.push_back(std::move(op));
+      out->push_back(std::move(op));
     }
   }
   return r;

@@ -17,6 +17,7 @@ from _ge_native import (AnnotatedArgsContext, AnnotatedKernelArgs, CompilePlatfo
                         OpCompileContext, WorkspaceAddr)
 
 from . import proto  # noqa: F401  (ge.custom_op.proto)
+from .base import BaseCustomOp, EagerExecuteOp  # GE 9.2.0-beta.x base classes (ge.custom_op.base)
 from ._impl import (
     clear_registered_op_impls,
     get_registered_op_impl_by_descriptor_key,
@@ -45,6 +46,8 @@ __all__ = [
     "AnnotatedKernelLaunchInfo",
     "WorkspaceAddr",
     "InferMetaContext",
+    "BaseCustomOp",
+    "EagerExecuteOp",
 ]
 
 # The binding of the current callback. The host sets it around each call and

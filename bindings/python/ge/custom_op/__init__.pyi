@@ -11,6 +11,9 @@ from ge.graph import DataType
 from ge.runtime import Shape, StorageFormat, StorageShape, Tensor
 from ge.runtime import _TensorData
 
+import abc
+
+from . import base as base
 from . import proto as proto
 from ._impl import OpImplDescriptor
 
@@ -33,6 +36,8 @@ __all__ = [
     "AnnotatedKernelLaunchInfo",
     "WorkspaceAddr",
     "InferMetaContext",
+    "BaseCustomOp",
+    "EagerExecuteOp",
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -60,6 +65,25 @@ def get_registered_op_impls() -> List[OpImplDescriptor]: ...
 def get_registered_op_impl_dicts() -> List[Dict[str, Any]]: ...
 def get_registered_op_impl_by_descriptor_key(descriptor_key: str) -> Optional[OpImplDescriptor]: ...
 def clear_registered_op_impls() -> None: ...
+
+
+# ---- GE 9.2.0-beta.x base classes (also ge.custom_op.base) ---------------------------
+
+class BaseCustomOp(abc.ABC):
+    """The abstract root of GE 9.2.0-beta.x implementation classes (no methods)."""
+
+
+class EagerExecuteOp(BaseCustomOp):
+    """A GE 9.2.0-beta.x implementation with eager execution.
+
+    ``execute`` is abstract; a subclass defines it as ``execute(self, ctx)``
+    (called with the EagerOpExecutionContext, no canonical IR needed),
+    ``execute(self, inputs)`` (9.2.0-beta.1: the input tensor list, the
+    context's methods readable on ``self`` during the call) or schema-bound
+    (its result not checked; share/docs/plugin-authors.md, "Plugins from
+    earlier GE releases")."""
+    @abc.abstractmethod
+    def execute(self, *args: Any, **kwargs: Any) -> None: ...
 
 
 # ---- the current callback's context ---------------------------------------------

@@ -17,7 +17,8 @@ Formats (the host reads them):
 * ``collect(before)`` -> ``{"protos": [...], "impls": [...]}`` where each proto entry
   is the canonical IR's ``OpProto.to_dict()`` plus ``"func"`` (the prototype / infer_meta function),
   sorted by op_type, and each impl entry is ``OpImplDescriptor.to_bridge_dict()`` plus
-  ``"cls"`` (the implementation class), sorted by op_type.
+  ``"cls"`` (the implementation class) and ``"rules"`` (what validation decided:
+  :class:`~ge.custom_op._validate.ImplRules`), sorted by op_type.
 """
 from __future__ import annotations  # annotations are text: no typing import (see _proto)
 
@@ -131,8 +132,8 @@ def collect(before: Snapshot, library_protos: Any = None) -> Dict[str, Any]:
 
     Returns:
         ``{"protos": [OpProto.to_dict() + {"func": function}, ...],
-        "impls": [OpImplDescriptor.to_bridge_dict() + {"cls": class}, ...]}``, each list
-        sorted by op_type.
+        "impls": [OpImplDescriptor.to_bridge_dict() + {"cls": class, "rules": ImplRules}, ...]}``,
+        each list sorted by op_type.
 
     Raises:
         Whatever :func:`ge.custom_op._validate.validate_descriptor` raises for the
@@ -148,18 +149,19 @@ def collect(before: Snapshot, library_protos: Any = None) -> Dict[str, Any]:
     before = _check_before(before)
     try:
         protos, impls = _new_since(before)
+        decided = []
         for descriptor in impls:
             proto = _proto.get_registered_op_proto_by_op_type(descriptor.op_type)
             if proto is None and library_protos:
                 proto = library_protos.get(descriptor.op_type)
             try:
-                validate_descriptor(descriptor, proto)
+                decided.append(validate_descriptor(descriptor, proto))
             except Exception as exc:
                 _add_definition_site(exc, descriptor, proto)
                 raise
         result = {
             "protos": [dict(ir.to_dict(), func=ir.func) for ir in map(_proto.canonical_ir, protos)],
-            "impls": [dict(d.to_bridge_dict(), cls=d.cls) for d in impls],
+            "impls": [dict(d.to_bridge_dict(), cls=d.cls, rules=r) for d, r in zip(impls, decided)],
         }
     except BaseException:
         discard(before)

@@ -145,6 +145,23 @@ def unwrap_method(raw: Any) -> Any:
     return raw
 
 
+def no_supported_method_message(cls: type, where: str) -> str:
+    """The one text of a class with none of the three callbacks.
+
+    Each public GE release words this refusal its own way and plugins' tests
+    match on those words, so the text holds every release's fragment: the
+    newest ("must implement at least one supported method: execute, compile,
+    declare_launch_args"), 9.2.0-beta.2 and develop (whose list lacks
+    compile) and 9.2.0-beta.1 ("register_op_impl expects a BaseCustomOp
+    subclass", "expects a supported BaseCustomOp subclass")."""
+    return (f"register_op_impl class '{cls.__module__}.{cls.__qualname__}' must implement at least one "
+            f"supported method: execute, compile, declare_launch_args {where}; GE 9.2.0-beta.2 and develop "
+            f"list the methods without compile ('{cls.__qualname__}' must implement at least one supported "
+            f"method: execute, declare_launch_args) and GE 9.2.0-beta.1 says register_op_impl expects a "
+            f"BaseCustomOp subclass (register_op_impl expects a supported BaseCustomOp subclass: one that "
+            f"defines execute)")
+
+
 _TPFLAGS_IS_ABSTRACT = 1 << 20
 
 
@@ -233,9 +250,7 @@ def _build_descriptor(op_type: str, cls: Any) -> OpImplDescriptor:
             continue
         interfaces.append(interface)
     if not interfaces:
-        raise TypeError(f"register_op_impl class '{cls.__module__}.{cls.__qualname__}' must "
-                        "implement at least one supported method: execute, compile, "
-                        f"declare_launch_args {where}")
+        raise TypeError(no_supported_method_message(cls, where))
     module_name = cls.__module__ if isinstance(cls.__module__, str) else str(cls.__module__)
     return OpImplDescriptor(
         descriptor_key=f"{module_name}:{cls.__name__}:{op_type}",

@@ -48,10 +48,25 @@ from ge.runtime import Tensor
 
 from . import _sig
 from ._impl import INTERFACE_METHODS, METHOD_INTERFACES, is_missing, lookup_class_attr
+from ._record import FrozenRecord
+from .base import CONTEXT_PARAMETER, INPUTS_PARAMETER, EagerExecuteOp, EagerOpExecutionContext
 from ._proto import (ATTR_ANNOTATION_TEXT, AnnotationError, annotation_repr, attr_type_of,
                      canonical_ir, function_globals, resolve_annotation, tensor_kind)
 
-__all__ = ["validate_impl", "validate_descriptor", "SCHEMA_METHODS"]
+__all__ = ["validate_impl", "validate_descriptor", "execute_rules", "ImplRules", "SCHEMA_METHODS",
+           "RULES_BETA1", "RULES_BETA2", "RULES_NEWEST", "RULES_ORDER"]
+
+#: The public GE releases whose rules a class may follow (share/docs/plugin-authors.md,
+#: "Plugins from earlier GE releases"): what the class is decides, never a setting.
+RULES_BETA1 = "9.2.0-beta.1"
+RULES_BETA2 = "9.2.0-beta.2"  # also develop until its schema-bound API
+RULES_NEWEST = "newest"
+RULES_ORDER: Tuple[str, ...] = (RULES_BETA1, RULES_BETA2, RULES_NEWEST)
+
+# How the host calls execute (bindings/native/dispatch.h, ExecuteCall).
+CALL_SCHEMA = "schema"                        # schema-bound, must return None
+CALL_SCHEMA_ANY_RESULT = "schema_any_result"  # schema-bound, result ignored
+CALL_CONTEXT = "context"                      # execute(ctx), result ignored
 
 #: The schema-bound callback names, in the fixed order of share/docs/plugin-authors.md, "The implementation".
 SCHEMA_METHODS: Tuple[str, ...] = tuple(m for m, _ in METHOD_INTERFACES)
@@ -93,7 +108,87 @@ _KIND_NAMES = {_sig.POSITIONAL_ONLY: "POSITIONAL_ONLY", _sig.POSITIONAL_OR_KEYWO
                _sig.VAR_KEYWORD: "VAR_KEYWORD"}
 
 
-def validate_impl(descriptor: Any, method_name: str, proto: Any) -> None:
+class ImplRules(FrozenRecord):
+    """What validation decided about one implementation (plain data).
+
+    Fields: ``rules`` (one of :data:`RULES_ORDER`: the release whose rules its
+    ``execute`` follows; ``newest`` for a class without execute), ``call``
+    ("schema", "schema_any_result" or "context": how the host calls
+    ``execute``), ``needs_ir`` (False when the class registers without a
+    canonical IR: a legacy execute and nothing else), ``warnings`` (texts:
+    what loads here but deserves a look, e.g. a missing ``-> None``),
+    ``newest_refusal`` (the error the newest GE's rules give the class, or
+    "" when they accept it).
+    """
+    _fields = ("rules", "call", "needs_ir", "warnings", "newest_refusal")
+    rules: str
+    call: str
+    needs_ir: bool
+    warnings: Tuple[str, ...]
+    newest_refusal: str
+
+    def __init__(self, rules: str, call: str, needs_ir: bool, warnings: Sequence[str], newest_refusal: str) -> None:
+        set_ = object.__setattr__
+        set_(self, "rules", rules)
+        set_(self, "call", call)
+        set_(self, "needs_ir", needs_ir)
+        set_(self, "warnings", tuple(warnings))
+        set_(self, "newest_refusal", newest_refusal)
+
+
+def _is_context_annotation(annotation: Any, globalns: Mapping[str, Any]) -> bool:
+    """An annotation naming the execute context (resolved, or its text when it cannot be)."""
+    if annotation is _sig.EMPTY:
+        return False
+    try:
+        resolved = resolve_annotation(annotation, globalns)
+    except AnnotationError:
+        return isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "EagerOpExecutionContext"
+    return resolved is EagerOpExecutionContext
+
+
+def execute_rules(cls: Any, proto: Any) -> Tuple[str, str]:
+    """``(rules, call)`` of a class's ``execute`` against the IR ``proto`` (or None).
+
+    What the class is decides (share/docs/plugin-authors.md, "Plugins from
+    earlier GE releases"):
+
+    * not a subclass of :class:`~ge.custom_op.base.EagerExecuteOp`: the newest
+      rules, schema-bound (``"newest", "schema"``);
+    * ``execute(self, inputs)`` (adapted by the base class) when there is no IR
+      or the IR has not exactly one input, named ``inputs``: 9.2.0-beta.1's
+      input list (``"9.2.0-beta.1", "context"``);
+    * ``execute(self, ctx)``, or one parameter annotated
+      ``EagerOpExecutionContext``, when the IR has no input of that name: the
+      legacy form (``"9.2.0-beta.2", "context"``);
+    * any other ``execute``: schema-bound with its result not checked
+      (``"9.2.0-beta.2", "schema_any_result"``).
+    """
+    if not (isinstance(cls, type) and issubclass(cls, EagerExecuteOp)):
+        return RULES_NEWEST, CALL_SCHEMA
+    raw = lookup_class_attr(cls, "execute")
+    if not isinstance(raw, types.FunctionType):
+        return RULES_BETA2, CALL_SCHEMA_ANY_RESULT
+    ir = canonical_ir(proto)
+    ir_inputs = [i.name for i in ir.inputs] if ir is not None else []
+    if getattr(raw, "__ge_inputs_adapter__", False):
+        if ir_inputs == [INPUTS_PARAMETER]:
+            return RULES_BETA2, CALL_SCHEMA_ANY_RESULT
+        return RULES_BETA1, CALL_CONTEXT
+    try:
+        params, _ = _sig.signature(raw)
+    except (TypeError, ValueError):
+        return RULES_BETA2, CALL_SCHEMA_ANY_RESULT
+    params = params[1:]  # self
+    if len(params) == 1 and params[0].kind in _POSITIONAL and params[0].name not in ir_inputs:
+        param = params[0]
+        if param.name == CONTEXT_PARAMETER or _is_context_annotation(param.annotation, function_globals(raw)):
+            return RULES_BETA2, CALL_CONTEXT
+    return RULES_BETA2, CALL_SCHEMA_ANY_RESULT
+
+
+def validate_impl(descriptor: Any, method_name: str, proto: Any, warnings: Optional[List[str]] = None,
+                  newest: bool = False) -> None:
     """Validate one schema-bound callback of an implementation class against its IR.
 
     The rules are GE's (share/docs/plugin-authors.md, "The implementation"):
@@ -113,6 +208,16 @@ def validate_impl(descriptor: Any, method_name: str, proto: Any) -> None:
             :class:`~ge.custom_op._proto.OpProtoDescriptor` or the host's
             :class:`~ge.custom_op._proto.OpProto`), or None when none is registered.
 
+    Which release's rules apply is decided by the class (:func:`execute_rules`):
+    ``compile`` and ``declare_launch_args`` always follow the newest; a
+    legacy ``execute`` (``(self, ctx)``, 9.2.0-beta.1's ``(self, inputs)``)
+    is not checked at all and needs no IR; a schema-bound ``execute`` of an
+    ``EagerExecuteOp`` subclass is checked without its return annotation; a
+    plain class's ``execute`` without a return annotation is accepted with a
+    warning appended to ``warnings`` (an explicit other annotation is an
+    error). ``newest``: apply the newest rules whatever the class (what the
+    newest GE would say: ``--check``'s warning).
+
     The class is not instantiated. Returns None when the callback matches.
 
     Raises:
@@ -127,6 +232,11 @@ def validate_impl(descriptor: Any, method_name: str, proto: Any) -> None:
         raise ValueError(f"unknown schema-bound method {method_name!r}: expected one of "
                          f"{', '.join(SCHEMA_METHODS)}")
     op_type, key = descriptor.op_type, descriptor.descriptor_key
+    rules, call = RULES_NEWEST, CALL_SCHEMA
+    if method_name == "execute" and not newest:
+        rules, call = execute_rules(descriptor.cls, proto)
+        if call == CALL_CONTEXT:
+            return  # called with the context: nothing of the IR to match, none needed
     if proto is None:
         missing = RuntimeError(f"canonical IR not found for schema-bound {method_name}: {op_type} "
                                f"(descriptor key {key}): expected a prototype registered with "
@@ -202,14 +312,23 @@ def validate_impl(descriptor: Any, method_name: str, proto: Any) -> None:
             raise fail(f"attr parameter {ir_attr.name} annotation {ATTR_ANNOTATION_TEXT[ir_attr.type]} "
                        f"({ir_attr.type})", annotation_repr(annotation))
 
+    if rules == RULES_BETA2:
+        return  # GE 9.2.0-beta.x checks neither the return annotation nor the value
     if ret is _sig.EMPTY:
+        if method_name == "execute" and not newest and warnings is not None:
+            # The newest GE refuses this; upstream's own example plugin of the
+            # earlier releases has no annotations, so it loads, with a warning.
+            warnings.append(f"op_type '{op_type}' ({key}): execute has no return annotation; the newest GE "
+                            "requires '-> None' (invalid execute signature: expected None return annotation, "
+                            "actual missing return annotation)")
+            return
         raise fail("None return annotation", "missing return annotation")
     ret = resolved(ret, "the return annotation")
     if ret is not type(None):
         raise fail("None return annotation", annotation_repr(ret))
 
 
-def validate_descriptor(descriptor: Any, proto: Any) -> None:
+def validate_descriptor(descriptor: Any, proto: Any) -> ImplRules:
     """Validate every declared capability of an implementation against its IR.
 
     Args:
@@ -218,8 +337,26 @@ def validate_descriptor(descriptor: Any, proto: Any) -> None:
             host's ``OpProto``), or None.
 
     Checks, in the fixed order execute, compile, declare_launch_args, each method
-    whose capability is in ``descriptor.interfaces`` with :func:`validate_impl`;
-    the first failure propagates (RuntimeError / TypeError / ValueError as there).
+    whose capability is in ``descriptor.interfaces`` with :func:`validate_impl`
+    (each release's rules as the class decides); the first failure propagates
+    (RuntimeError / TypeError / ValueError as there).
+
+    Returns:
+        :class:`ImplRules`: the rules applied, how ``execute`` is called,
+        whether an IR is needed, the warnings, and what the newest GE's rules
+        would refuse ("" when nothing). Pure: the class is not instantiated.
     """
+    warnings: List[str] = []
     for interface in descriptor.interfaces:
-        validate_impl(descriptor, INTERFACE_METHODS[interface], proto)
+        validate_impl(descriptor, INTERFACE_METHODS[interface], proto, warnings)
+    rules, call = RULES_NEWEST, CALL_SCHEMA
+    if "eager_execute" in descriptor.interfaces:
+        rules, call = execute_rules(descriptor.cls, proto)
+    refusal = ""
+    if rules != RULES_NEWEST or warnings:
+        try:
+            validate_impl(descriptor, "execute", proto, newest=True)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            refusal = str(exc)
+    needs_ir = not (call == CALL_CONTEXT and list(descriptor.interfaces) == ["eager_execute"])
+    return ImplRules(rules, call, needs_ir, warnings, refusal)

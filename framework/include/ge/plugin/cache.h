@@ -23,7 +23,7 @@ inline constexpr const char* kCacheFormat = "ge-plugin-registry-cache";
 // 2: stamps carry ctime_ns and inodes, records error_kind. 4: a Python
 // plugin's records carry the prototypes it does not implement and
 // error_op_type (older caches are rescanned, not misread as having none).
-inline constexpr int kCacheVersion = 4;
+inline constexpr int kCacheVersion = 5;
 // The most a cache (and its listing index) may be: 1000 plugins take about
 // 5 MiB. Larger files, and anything that is not a regular file, are refused
 // (and rebuilt) without being read.

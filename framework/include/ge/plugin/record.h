@@ -63,7 +63,16 @@ struct OpRecord {
   // whose prototype another library registered. "" when the prototype comes
   // from the plugin itself.
   std::string prototype_library;
+  // Python implementations: the GE release whose rules its class follows
+  // ("9.2.0-beta.1", "9.2.0-beta.2" (also develop) or "newest"; what the
+  // class is decides: share/docs/plugin-authors.md, "Plugins from earlier GE
+  // releases"); "" for an op library's op. `newest_refusal`: the error the
+  // newest GE's rules give it, "" when they accept it.
+  std::string rules;
+  std::string newest_refusal;
 };
+// The release rule names of OpRecord::rules, oldest first.
+inline constexpr const char* kRulesNames[] = {"9.2.0-beta.1", "9.2.0-beta.2", "newest"};
 
 // What decides that a plugin is unchanged since a verdict was taken (registry
 // cache, listing index, crash verdicts): over its files (a package's tree
@@ -103,6 +112,11 @@ struct PluginRecord {
   // them (register_op_impl), sorted: no node of those can run, since each
   // plugin's prototypes serve its own implementations only.
   std::vector<std::string> prototypes;
+  // Python plugins: implementations with a legacy execute (GE 9.2.0-beta.x's
+  // execute(self, ctx) or execute(self, inputs)) that registered without a
+  // prototype, none being found: no node of their op_types runs until one is
+  // registered (the engine's error says so). Their capabilities and rules as in `ops`.
+  std::vector<OpRecord> unprototyped;
   // What loaded but deserves a look: "the Python prototype of X in P replaces
   // the C++ prototype from L", a prototype registered twice.
   std::vector<std::string> warnings;
@@ -135,6 +149,11 @@ inline constexpr const char* kSplitAdvice =
     "each other)";
 std::string SplitPrototypeNote(const std::string& op_type,
                                const std::vector<std::pair<std::string, std::string>>& prototyped_by);
+// Why a node of `op_type` cannot run although plugin `name` (`path`)
+// implements it: its legacy execute (GE 9.2.0-beta.x) registered without a
+// prototype and none is registered (PluginRecord::unprototyped). One wording
+// for the engine's node error, the load log and the listing.
+std::string UnprototypedNote(const std::string& name, const std::string& path, const std::string& op_type);
 // The op_types a Python plugin that loaded has a prototype of itself: those
 // it does not implement (`prototypes`) and its ops bound to no op library's.
 // Empty for an op library and for a plugin that is not ok.

@@ -1,0 +1,323 @@
+"""Plugins written for earlier GE releases (share/docs/plugin-authors.md, "Plugins
+from earlier GE releases"): the base classes, which release's rules a class
+gets (decided by what the class is), the 9.2.0-beta.1 input-list adaptation,
+the one "no supported method" text, and ge.testing running each form.
+"""
+import re
+from typing import List
+
+import pytest
+
+import ge.custom_op as co
+import ge.custom_op.base as base
+from ge.custom_op import EagerExecuteOp, EagerOpExecutionContext, register_op, register_op_impl
+from ge.custom_op import proto as proto_mod
+from ge.custom_op._validate import execute_rules, validate_descriptor
+from ge.graph import DataType
+from ge.runtime import Tensor, TensorDesc
+from ge.testing import host_tensor, run_execute
+
+
+def ir(op_type):
+    return proto_mod.get_registered_op_proto_by_op_type(op_type)
+
+
+def one_input(op_type, name="x"):
+    """A prototype with one required input called ``name`` and one output."""
+    ns = {"TensorDesc": TensorDesc}
+    exec(f"def p({name}: TensorDesc) -> TensorDesc:\n    return {name}\n", ns)
+    register_op(op_type=op_type)(ns["p"])
+    return ir(op_type)
+
+
+class StandIn:
+    """An execute context as a unit test builds one: only its input methods and a stream."""
+
+    def __init__(self, inputs):
+        self.inputs = list(inputs)
+
+    def get_input_num(self):
+        return len(self.inputs)
+
+    def get_input_tensor(self, index):
+        return self.inputs[index]
+
+    def get_stream(self):
+        return 7
+
+
+# ---- the names --------------------------------------------------------------------------
+
+def test_the_release_base_classes_are_exported_from_both_module_paths():
+    assert co.BaseCustomOp is base.BaseCustomOp and co.EagerExecuteOp is base.EagerExecuteOp
+    assert base.EagerOpExecutionContext is co.EagerOpExecutionContext
+    assert issubclass(EagerExecuteOp, co.BaseCustomOp)
+    assert EagerExecuteOp.__abstractmethods__ == frozenset({"execute"})
+    assert {"BaseCustomOp", "EagerExecuteOp"} <= set(co.__all__)
+
+
+def test_an_eager_execute_op_left_abstract_is_refused_as_not_concrete(raises):
+    with raises(TypeError, "register_op_impl expects a concrete class"):
+        register_op_impl(op_type="RelAbstract")(EagerExecuteOp)
+
+    class StillAbstract(EagerExecuteOp):
+        pass
+
+    with raises(TypeError, "register_op_impl expects a concrete class"):
+        register_op_impl(op_type="RelStillAbstract")(StillAbstract)
+
+
+@pytest.mark.parametrize("bases", [(), (co.BaseCustomOp,)])
+def test_a_class_without_callbacks_gets_one_text_with_every_release_wording(bases):
+    cls = type("BaseOnlyCustom", bases, {})
+    with pytest.raises(TypeError) as info:
+        register_op_impl(op_type="RelNothing")(cls)
+    message = str(info.value)
+    for fragment in (r"BaseOnlyCustom' must implement at least one supported method: execute, compile, "
+                     r"declare_launch_args",
+                     r"BaseOnlyCustom' must implement at least one supported method: execute, declare_launch_args",
+                     r"register_op_impl expects a BaseCustomOp subclass",
+                     r"expects a supported BaseCustomOp subclass"):
+        assert re.search(fragment, message), (fragment, message)
+    assert "RelNothing" in message
+
+
+# ---- which rules, decided by the class ----------------------------------------------------
+
+def test_a_plain_class_follows_the_newest_rules():
+    class Plain:
+        def execute(self, ctx) -> None:
+            pass
+
+    assert execute_rules(Plain, None) == ("newest", "schema")
+
+
+@pytest.mark.parametrize(("signature", "ir_input", "expected"), [
+    ("self, ctx", None, ("9.2.0-beta.2", "context")),
+    ("self, ctx", "x", ("9.2.0-beta.2", "context")),
+    ("self, ctx", "ctx", ("9.2.0-beta.2", "schema_any_result")),        # the IR names its input ctx
+    ("self, c: EagerOpExecutionContext", "x", ("9.2.0-beta.2", "context")),
+    ("self, c: 'EagerOpExecutionContext'", None, ("9.2.0-beta.2", "context")),
+    ("self, inputs", None, ("9.2.0-beta.1", "context")),
+    ("self, inputs", "x", ("9.2.0-beta.1", "context")),
+    ("self, inputs", "inputs", ("9.2.0-beta.2", "schema_any_result")),  # exactly one input named inputs
+    ("self, x", "x", ("9.2.0-beta.2", "schema_any_result")),
+    ("self, x, *, alpha", None, ("9.2.0-beta.2", "schema_any_result")),
+])
+def test_an_eager_execute_op_subclass_gets_the_release_form_its_execute_has(signature, ir_input, expected):
+    ns = {"EagerExecuteOp": EagerExecuteOp, "EagerOpExecutionContext": EagerOpExecutionContext}
+    exec(f"class Impl(EagerExecuteOp):\n    def execute({signature}):\n        pass\n", ns)
+    proto = one_input("RelForm", ir_input) if ir_input else None
+    assert execute_rules(ns["Impl"], proto) == expected
+
+
+def test_a_legacy_execute_validates_without_a_canonical_ir_and_needs_none():
+    @register_op_impl(op_type="RelLegacy")
+    class RelLegacy(EagerExecuteOp):
+        def execute(self, ctx):
+            pass
+
+    decided = validate_descriptor(RelLegacy.__ge_op_impl_descriptor__, None)
+    assert (decided.rules, decided.call, decided.needs_ir) == ("9.2.0-beta.2", "context", False)
+    assert "canonical IR not found for schema-bound execute" in decided.newest_refusal
+
+
+def test_a_legacy_execute_with_compile_needs_an_ir_for_compile(raises):
+    @register_op_impl(op_type="RelLegacyCompile")
+    class RelLegacyCompile(EagerExecuteOp):
+        def execute(self, ctx):
+            pass
+
+        def compile(self) -> None:
+            pass
+
+    with raises(RuntimeError, "canonical IR not found for schema-bound compile"):
+        validate_descriptor(RelLegacyCompile.__ge_op_impl_descriptor__, None)
+
+
+def test_a_schema_bound_eager_execute_op_has_neither_return_annotation_nor_value_checked():
+    one_input("RelSchema")
+
+    @register_op_impl(op_type="RelSchema")
+    class NoAnnotation(EagerExecuteOp):
+        def execute(self, x: Tensor):
+            return 1
+
+    decided = validate_descriptor(NoAnnotation.__ge_op_impl_descriptor__, ir("RelSchema"))
+    assert (decided.rules, decided.call, decided.warnings) == ("9.2.0-beta.2", "schema_any_result", ())
+    assert "missing return annotation" in decided.newest_refusal
+
+
+def test_a_schema_bound_eager_execute_op_is_still_checked_against_the_ir(raises):
+    one_input("RelSchemaBad")
+
+    @register_op_impl(op_type="RelSchemaBad")
+    class TwoInputs(EagerExecuteOp):
+        def execute(self, x, y):
+            pass
+
+    with raises(TypeError, "invalid execute signature for op type RelSchemaBad", "expected 1 positional input"):
+        validate_descriptor(TwoInputs.__ge_op_impl_descriptor__, ir("RelSchemaBad"))
+
+
+def test_a_plain_class_without_a_return_annotation_loads_with_a_warning():
+    one_input("RelPlain")
+
+    @register_op_impl(op_type="RelPlain")
+    class Plain:
+        def execute(self, x):
+            pass
+
+    decided = validate_descriptor(Plain.__ge_op_impl_descriptor__, ir("RelPlain"))
+    assert decided.rules == "newest" and len(decided.warnings) == 1
+    assert "RelPlain" in decided.warnings[0] and "'-> None'" in decided.warnings[0]
+    assert "expected None return annotation, actual missing return annotation" in decided.newest_refusal
+
+
+def test_a_plain_class_with_another_return_annotation_is_refused(raises):
+    one_input("RelPlainInt")
+
+    @register_op_impl(op_type="RelPlainInt")
+    class Plain:
+        def execute(self, x) -> int:
+            return 0
+
+    with raises(TypeError, "expected None return annotation, actual int"):
+        validate_descriptor(Plain.__ge_op_impl_descriptor__, ir("RelPlainInt"))
+
+
+def test_compile_follows_the_newest_rules_on_an_eager_execute_op_subclass(raises):
+    one_input("RelCompile")
+
+    @register_op_impl(op_type="RelCompile")
+    class WithCompile(EagerExecuteOp):
+        def execute(self, ctx):
+            pass
+
+        def compile(self, x, y):  # no '-> None': an error whatever the base class
+            pass
+
+    with raises(TypeError, "invalid compile signature", "missing return annotation"):
+        validate_descriptor(WithCompile.__ge_op_impl_descriptor__, ir("RelCompile"))
+
+
+# ---- 9.2.0-beta.1's input list ------------------------------------------------------------
+
+def test_the_input_list_form_adapts_a_context_and_restores_the_instance():
+    class Beta1(EagerExecuteOp):
+        def __init__(self):
+            self.get_stream = "mine"
+            self.seen = None
+
+        def execute(self, inputs):
+            self.seen = (list(inputs), self.get_stream(), self.get_input_num())
+            return "ignored"
+
+    op = Beta1()
+    assert op.execute(StandIn(["a", "b"])) is None
+    assert op.seen == (["a", "b"], 7, 2)
+    assert op.get_stream == "mine"  # an instance attribute of the same name comes back
+    assert "get_input_num" not in vars(op)
+
+
+def test_the_input_list_form_passes_a_schema_bound_argument_through():
+    class Beta1(EagerExecuteOp):
+        def execute(self, inputs):
+            return inputs
+
+    sentinel = [object()]
+    assert Beta1().execute(sentinel) is sentinel  # a list of tensors, not a context
+    assert Beta1.execute.__wrapped__.__code__.co_varnames[:2] == ("self", "inputs")
+
+
+def test_the_input_list_form_restores_the_instance_when_execute_raises():
+    class Beta1(EagerExecuteOp):
+        def execute(self, inputs):
+            raise ValueError("plugin failed")
+
+    op = Beta1()
+    with pytest.raises(ValueError, match="plugin failed"):
+        op.execute(StandIn([]))
+    assert "get_stream" not in vars(op)
+
+
+# ---- ge.testing runs each form as the host does ---------------------------------------------
+
+def _add_proto(op_type):
+    @register_op(op_type=op_type)
+    def proto(x1: TensorDesc, x2: TensorDesc) -> TensorDesc:
+        return TensorDesc(x1.shape.storage_shape.dims, x1.data_type)
+
+
+def _fill(ctx, a, b, f):
+    y = ctx.malloc_output_tensor(0, a.shape, a.format, a.data_type)
+    dst = y.data.cast("B").cast("f")
+    for i, (u, v) in enumerate(zip(a.data.cast("B").cast("f").tolist(), b.data.cast("B").cast("f").tolist())):
+        dst[i] = f(u, v)
+
+
+def _run(op_type) -> List[float]:
+    x1 = host_tensor([1.0, 2.0], DataType.DT_FLOAT)
+    x2 = host_tensor([10.0, 20.0], DataType.DT_FLOAT)
+    (y,) = run_execute(op_type, [x1, x2])
+    return y.tolist()
+
+
+def test_ge_testing_runs_a_legacy_context_execute():
+    _add_proto("RelTCtx")
+
+    @register_op_impl(op_type="RelTCtx")
+    class Ctx(EagerExecuteOp):
+        def execute(self, ctx):
+            _fill(ctx, ctx.get_input_tensor(0), ctx.get_input_tensor(1), lambda u, v: u * v)
+            return True  # ignored
+
+    assert _run("RelTCtx") == [10.0, 40.0]
+
+
+def test_ge_testing_runs_the_input_list_form():
+    _add_proto("RelTInputs")
+
+    @register_op_impl(op_type="RelTInputs")
+    class Inputs(EagerExecuteOp):
+        def execute(self, inputs):
+            a, b = inputs
+            _fill(self, a, b, lambda u, v: v - u)
+
+    assert _run("RelTInputs") == [9.0, 18.0]
+
+
+def test_ge_testing_ignores_a_schema_bound_eager_execute_op_result():
+    _add_proto("RelTSchema")
+
+    @register_op_impl(op_type="RelTSchema")
+    class Schema(EagerExecuteOp):
+        def execute(self, x1, x2):
+            _fill(co.get_execute_ctx(), x1, x2, lambda u, v: u + v)
+            return 5
+
+    assert _run("RelTSchema") == [11.0, 22.0]
+
+
+def test_ge_testing_still_checks_a_plain_class_result(raises):
+    _add_proto("RelTPlain")
+
+    @register_op_impl(op_type="RelTPlain")
+    class Plain:
+        def execute(self, x1, x2):
+            _fill(co.get_execute_ctx(), x1, x2, lambda u, v: u + v)
+            return 5
+
+    # The missing '-> None' is a warning (as in the host); the value returned is still an error.
+    with raises(TypeError, "execute must return None"), pytest.warns(UserWarning, match="no return annotation"):
+        _run("RelTPlain")
+
+
+def test_ge_testing_names_the_missing_prototype_of_a_legacy_execute(raises):
+    @register_op_impl(op_type="RelTLone")
+    class Lone(EagerExecuteOp):
+        def execute(self, ctx):
+            pass
+
+    with raises(RuntimeError, "op_type 'RelTLone' has no prototype", "register_op(op_type='RelTLone')"):
+        run_execute("RelTLone", [host_tensor([1.0], DataType.DT_FLOAT)])
