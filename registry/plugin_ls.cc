@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <ctime>
@@ -441,6 +443,20 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
                               "add the implementation to this plugin; " + kOnePlugin);
       } else {
         notes.push_back(what);
+      }
+    }
+    if (r.ok() && !r.op_library) {
+      // The engine refuses a node whose op can neither execute nor declare launch args.
+      for (const auto& op : r.ops) {
+        const auto& caps = op.capabilities;
+        if (std::find(caps.begin(), caps.end(), "eager_execute") != caps.end() ||
+            std::find(caps.begin(), caps.end(), "annotated_args") != caps.end()) {
+          continue;
+        }
+        problems.emplace_back("op_type '" + op.op_type + "' of " + PathText(r.path) +
+                                  " can neither execute nor declare launch args: no node of it can run",
+                              "add execute (eager) or declare_launch_args (a task plan) to the implementation class; "
+                              "compile alone only prepares them");
       }
     }
     for (const auto& op : r.unprototyped) {

@@ -208,7 +208,7 @@ std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
     PluginRecord& r = *rp;
     // A record keeps its scan verdict; conflicts are decided here, afresh
     // (a conflict with a built-in op is the scan's verdict).
-    if (r.status == PluginStatus::kConflict && r.error.kind == "conflict" && !r.ops.empty() &&
+    if (r.status == PluginStatus::kConflict && r.error.kind == "conflict" && (!r.ops.empty() || !r.unprototyped.empty()) &&
         r.conflicts_with != "builtin") {
       r.status = PluginStatus::kOk;
       r.error = {};
@@ -216,7 +216,12 @@ std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
     }
     if (r.status != PluginStatus::kOk) continue;
     bool clash = false;
-    for (const auto& op : r.ops) {
+    // A legacy execute without a prototype takes its op_type too (as in the engine's host).
+    std::vector<const plugin::OpRecord*> mine;
+    for (const auto& op : r.ops) mine.push_back(&op);
+    for (const auto& op : r.unprototyped) mine.push_back(&op);
+    for (const plugin::OpRecord* op_p : mine) {
+      const plugin::OpRecord& op = *op_p;
       auto it = owner.find(op.op_type);
       if (it != owner.end()) {
         const bool by_library = libraries.count(it->second) > 0;
@@ -233,7 +238,7 @@ std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
       }
     }
     if (clash) continue;
-    for (const auto& op : r.ops) owner[op.op_type] = r.path;
+    for (const plugin::OpRecord* op : mine) owner[op->op_type] = r.path;
     if (r.op_library) libraries.insert(r.path);
   }
   // A Python prototype of an op_type a library implements as a C++ custom op

@@ -302,6 +302,10 @@ struct PluginHost::Impl {
   // op_type -> (name, path) of each loaded plugin that registered a Python
   // prototype of it itself: the note on another plugin's "canonical IR not found".
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> python_protos;
+  // op_type -> path of the loaded plugin whose legacy execute registered it
+  // without a prototype: not in the registry (nothing a node can run), yet
+  // taken, as any op_type, by the first plugin in path order.
+  std::map<std::string, std::pair<std::string, std::string>> unprototyped_owner;  // op_type -> (name, path)
   // Plugins not loaded whose op_types carry a note in the registry (NoteNotLoaded).
   std::vector<std::string> noted_sources;
   std::set<std::pair<std::string, std::string>> problems_reported;  // (path, error) of discovery problems
@@ -438,6 +442,7 @@ struct PluginHost::Impl {
     r.error.traceback = e.traceback;
     r.error.exception = e.exception_type;
     r.error.op_type = e.op_type;
+    r.unprototyped.clear();  // a failed plugin registers nothing (all or nothing)
     l.go_on = false;
   }
 
@@ -726,8 +731,42 @@ struct PluginHost::Impl {
 
   // Registers a loaded plugin's ops, all or nothing (outside any interpreter:
   // the registry lock is taken here). On a conflict the plugin is dropped.
+  // The first op_type of `l` an earlier plugin took that the registry cannot
+  // tell (Register refuses the others): one taken by a legacy execute without
+  // a prototype, or, for such an op of `l`, one registered. {op_type, that
+  // plugin's path}, or empty strings when none.
+  std::pair<std::string, std::string> TakenWithoutPrototype(const Loading& l) const {
+    for (const auto& a : l.made) {
+      auto it = unprototyped_owner.find(a->GetSchema().op_type);
+      if (it != unprototyped_owner.end()) return {it->first, it->second.second};
+    }
+    for (const auto& op : l.report.unprototyped) {
+      auto it = unprototyped_owner.find(op.op_type);
+      if (it != unprototyped_owner.end()) return {it->first, it->second.second};
+      if (auto existing = registry.Find(op.op_type)) return {op.op_type, existing->source};
+    }
+    return {};
+  }
+
+  // Every op_type `l` would have provided, for the note on a plugin not loaded.
+  void NoteAttempted(Loading& l) {
+    for (const auto& m : l.made) l.attempted.push_back(m->GetSchema().op_type);
+    for (const auto& op : l.report.unprototyped) l.attempted.push_back(op.op_type);
+  }
+
   void Commit(Loading& l) {
     PluginReport& r = l.report;
+    if (auto [op_type, other] = TakenWithoutPrototype(l); !op_type.empty()) {
+      r.conflicts_with = other;
+      Stop(l, plugin::PluginStatus::kConflict, "conflict",
+           "op_type '" + op_type + "' from " + l.plugin.path + " conflicts with the one from " + other +
+               ConflictRule(other));
+      r.ops = OpRecordsOf(l);
+      NoteAttempted(l);
+      l.made.clear();
+      if (!l.sub && !l.process) ForgetMain(l.plugin.name, l.keys);
+      return;  // LoadBatch logs it
+    }
     std::vector<std::string> done;
     for (std::size_t i = 0; i < l.made.size(); ++i) {
       const auto& a = l.made[i];
@@ -744,7 +783,7 @@ struct PluginHost::Impl {
       if (!st.ok()) {
         for (const auto& op : done) registry.Unregister(op);
         Stop(l, plugin::PluginStatus::kConflict, "conflict", st.message());
-        for (const auto& m : l.made) l.attempted.push_back(m->GetSchema().op_type);
+        NoteAttempted(l);
         l.made.clear();  // releases the adapters (each in its interpreter) and then the sub-interpreter
         if (!l.sub && !l.process) ForgetMain(l.plugin.name, l.keys);
         return;  // LoadBatch logs it
@@ -756,6 +795,7 @@ struct PluginHost::Impl {
     sources.push_back(l.plugin.path);
     NotePrototypes(l);
     NoteUnprototyped(l);
+    for (const auto& op : r.unprototyped) unprototyped_owner.emplace(op.op_type, std::make_pair(l.plugin.name, l.plugin.path));
     if (!l.sub && !l.process) main_loaded.emplace_back(l.plugin.name, l.keys);
     adapters.insert(adapters.end(), l.made.begin(), l.made.end());
     l.made.clear();
@@ -843,6 +883,14 @@ struct PluginHost::Impl {
       // An op library prototypes it too: implementations bind to that one
       // (share/docs/op-packages.md), so this prototype is no half of a split.
       if (cpp_protos.count(op_type)) continue;
+      if (auto legacy = unprototyped_owner.find(op_type); legacy != unprototyped_owner.end()) {
+        // An earlier plugin implements it with a legacy execute: the two halves of a split.
+        registry.NoteUnimplemented(op_type,
+                                   SplitUnprototypedNote(legacy->second.first, legacy->second.second, op_type,
+                                                         {{l.plugin.name, l.plugin.path}}),
+                                   l.plugin.path, /*overrides=*/true);
+        continue;
+      }
       registry.NoteUnimplemented(op_type,
                                  who + " registers its prototype (register_op) but no loaded plugin implements it "
                                        "(register_op_impl); " + kSplitAdvice,
@@ -853,11 +901,28 @@ struct PluginHost::Impl {
 
   // A node of an op_type that a loaded plugin implements with a legacy
   // execute but that has no prototype is told so (the registry's note).
+  // When another loaded plugin registers the prototype, the two halves of a
+  // split are named instead (share/docs/plugin-authors.md, "One plugin, one
+  // registry"), whichever of them comes first in path order (NotePrototypes).
   void NoteUnprototyped(const Loading& l) {
     for (const auto& op : l.report.unprototyped) {
-      registry.NoteUnimplemented(op.op_type, plugin::UnprototypedNote(l.plugin.name, l.plugin.path, op.op_type),
-                                 l.plugin.path);
+      auto protos = python_protos.find(op.op_type);
+      if (protos != python_protos.end()) {
+        registry.NoteUnimplemented(op.op_type, SplitUnprototypedNote(l.plugin.name, l.plugin.path, op.op_type, protos->second),
+                                   l.plugin.path, /*overrides=*/true);
+      } else {
+        registry.NoteUnimplemented(op.op_type, plugin::UnprototypedNote(l.plugin.name, l.plugin.path, op.op_type),
+                                   l.plugin.path);
+      }
     }
+  }
+
+  // "plugin 'I' (path) implements op_type 'X' with a legacy execute; the
+  // prototype of op_type 'X' is registered by plugin 'P' (path), another plugin: <advice>".
+  static std::string SplitUnprototypedNote(const std::string& name, const std::string& path, const std::string& op_type,
+                                           const std::vector<std::pair<std::string, std::string>>& prototyped_by) {
+    return "plugin '" + name + "' (" + path + ") implements op_type '" + Abbreviate(op_type) +
+           "' with a legacy execute (GE 9.2.0-beta.x), and " + plugin::SplitPrototypeNote(op_type, prototyped_by);
   }
 
   // "the prototype of op_type 'X' is registered by plugin 'P' (path), another
@@ -1151,6 +1216,7 @@ struct PluginHost::Impl {
     cpp_protos.clear();
     failed_protos.clear();
     python_protos.clear();
+    unprototyped_owner.clear();
     for (const auto& src : noted_sources) registry.UnregisterSource(src);
     noted_sources.clear();
     library_sources.clear();

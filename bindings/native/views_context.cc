@@ -2,6 +2,7 @@
 #include <optional>
 #include <string>
 
+#include "dispatch.h"
 #include "errors.h"
 #include "views.h"
 
@@ -154,6 +155,45 @@ bp::object CtxMallocWorkspaceBuffer(const ExecCtxView& v, bp::object size) {
   std::shared_ptr<void> buf = WorkspaceBuffer(v, size, &n);
   return MakeBufferView(buf.get(), static_cast<std::size_t>(n), false, 'B', 1, {static_cast<Py_ssize_t>(n)}, buf, v.lease);
 }
+// ---- RuntimeAttrs: the node's attributes by IR index (GE's ctx.get_attrs()) ----------
+//
+// A view of the context's attributes, borrowed like the context (it expires
+// with the callback). GE's typed getters: get_int(index), get_float(index),
+// ...; the IR decides each index's type, and asking for another one (or an
+// index past the attributes) is GE's RuntimeError "Failed to get runtime attr
+// type[VT_X] at index[i]", with what the attribute is.
+struct AttrsView {
+  const ge::EagerOpExecutionContext* ctx = nullptr;
+  LeasePtr lease;
+  const ge::EagerOpExecutionContext& Get() const {
+    CheckAlive(*lease);
+    return *ctx;
+  }
+};
+
+template <ge::AttrType kType>
+bp::object AttrsGet(const AttrsView& v, bp::object index) {
+  const ge::EagerOpExecutionContext& ctx = v.Get();
+  const ge::RuntimeAttrs& attrs = *ctx.GetAttrs();
+  const std::size_t i = IndexArg(index, "attr index");
+  const std::string wanted(ge::AttrTypeName(kType));
+  const std::string failed = "Failed to get runtime attr type[" + wanted + "] at index[" + std::to_string(i) + "]";
+  if (i >= attrs.GetAttrNum()) {
+    RaiseRuntimeError(failed + ": the op has " + std::to_string(attrs.GetAttrNum()) + " attr(s)");
+  }
+  const ge::AttrValue& value = attrs.At(i);
+  if (ge::TypeOf(value) != kType) {
+    const auto& ir = ctx.GetSchema().attrs;
+    const std::string name = i < ir.size() ? " '" + ir[i].name + "'" : std::string();
+    RaiseRuntimeError(failed + ": attr " + std::to_string(i) + name + " is " +
+                      std::string(ge::AttrTypeName(ge::TypeOf(value))));
+  }
+  return AttrToPython(value, v.lease);
+}
+std::size_t AttrsNum(const AttrsView& v) { return v.Get().GetAttrs()->GetAttrNum(); }
+
+bp::object CtxGetAttrs(const ExecCtxView& v) { return bp::object(AttrsView{&v.Get(), v.lease}); }
+
 uintptr_t CtxStream(const ExecCtxView& v) { return reinterpret_cast<uintptr_t>(v.Get().GetStream()); }
 std::size_t CtxInputNum(const ExecCtxView& v) { return v.Get().GetInputNum(); }
 std::size_t CtxOutputNum(const ExecCtxView& v) { return v.Get().GetOutputNum(); }
@@ -172,7 +212,7 @@ void RegisterContextViews() {
           .def("__init__", bp::raw_function(&RefuseInit))
           .def("get_input_num", &CtxInputNum)
           .def("get_output_num", &CtxOutputNum)
-          .def("get_input_tensor", &CtxGetInput,
+          .def("get_input_tensor", &CtxGetInput, (bp::arg("self"), bp::arg("index")),
                "get_input_tensor(index) -> Tensor (flattened instance index); RuntimeError when unavailable.")
           .def("get_required_input_tensor", &CtxRequiredInput, (bp::arg("self"), bp::arg("ir_index")),
                "get_required_input_tensor(ir_index) -> Tensor; RuntimeError when unavailable.")
@@ -183,8 +223,11 @@ void RegisterContextViews() {
                "get_dynamic_input_tensor(ir_index, relative_index) -> Tensor; RuntimeError when unavailable.")
           .def("get_dynamic_input_num", &CtxDynamicInputNum, (bp::arg("self"), bp::arg("ir_index")),
                "get_dynamic_input_num(ir_index) -> int: instances of that IR input.")
-          .def("get_output_tensor", &CtxGetOutput,
+          .def("get_output_tensor", &CtxGetOutput, (bp::arg("self"), bp::arg("index")),
                "get_output_tensor(index) -> Tensor; RuntimeError when out of range or not yet allocated.")
+          .def("get_attrs", &CtxGetAttrs,
+               "get_attrs() -> RuntimeAttrs: the node's attributes by IR index (get_int(index), get_float(index), "
+               "...), borrowed like the context.")
           .def("malloc_output_tensor", &CtxMallocOutput,
                (bp::arg("self"), bp::arg("index"), bp::arg("shape"), bp::arg("format"), bp::arg("dtype") = bp::object()),
                "malloc_output_tensor(index, shape: StorageShape, format: StorageFormat, dtype: DataType) -> Tensor "
@@ -203,6 +246,27 @@ void RegisterContextViews() {
           .def("get_stream", &CtxStream)
           .def("_is_active", &ExecCtxView::alive);
   FreezeClass(ctx_cls);
+  using ge::AttrType;
+  bp::object attrs_cls =
+      bp::class_<AttrsView>("RuntimeAttrs",
+                            "The attributes of one eager execute by IR index (EagerOpExecutionContext.get_attrs()); "
+                            "borrowed, expires with the callback.",
+                            bp::no_init)
+          .def("__init__", bp::raw_function(&RefuseInit))
+          .def("get_int", &AttrsGet<AttrType::VT_INT>, (bp::arg("self"), bp::arg("index")))
+          .def("get_float", &AttrsGet<AttrType::VT_FLOAT>, (bp::arg("self"), bp::arg("index")))
+          .def("get_bool", &AttrsGet<AttrType::VT_BOOL>, (bp::arg("self"), bp::arg("index")))
+          .def("get_str", &AttrsGet<AttrType::VT_STRING>, (bp::arg("self"), bp::arg("index")))
+          .def("get_data_type", &AttrsGet<AttrType::VT_DATA_TYPE>, (bp::arg("self"), bp::arg("index")))
+          .def("get_tensor", &AttrsGet<AttrType::VT_TENSOR>, (bp::arg("self"), bp::arg("index")))
+          .def("get_list_int", &AttrsGet<AttrType::VT_LIST_INT>, (bp::arg("self"), bp::arg("index")))
+          .def("get_list_float", &AttrsGet<AttrType::VT_LIST_FLOAT>, (bp::arg("self"), bp::arg("index")))
+          .def("get_list_bool", &AttrsGet<AttrType::VT_LIST_BOOL>, (bp::arg("self"), bp::arg("index")))
+          .def("get_list_str", &AttrsGet<AttrType::VT_LIST_STRING>, (bp::arg("self"), bp::arg("index")))
+          .def("get_list_data_type", &AttrsGet<AttrType::VT_LIST_DATA_TYPE>, (bp::arg("self"), bp::arg("index")))
+          .def("get_list_list_int", &AttrsGet<AttrType::VT_LIST_LIST_INT>, (bp::arg("self"), bp::arg("index")))
+          .def("get_attr_num", &AttrsNum);
+  FreezeClass(attrs_cls);
 }
 
 }  // namespace ge::py

@@ -179,7 +179,7 @@ def cold_figures(a, ls, env, work, peer_missing):
     assert not bad, bad[:3]
     cold_ms = (dt - base) * 1000 / a.plugins
     # ---- cold: GStreamer per element ---------------------------------------------------
-    gst_cold_ms = None
+    gst_cold_ms = gst_cold_cpu_ms = None
     if not peer_missing:
         gst, gst_empty = os.path.join(work, "gst"), os.path.join(work, "gst-empty")
         make_gst_elements(gst, a.plugins)

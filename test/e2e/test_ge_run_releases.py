@@ -44,8 +44,60 @@ def test_every_release_style_runs_in_each_isolation(ge_run, write_graph, release
     for name, want in (("a", a), ("s", s), ("t", t), ("p", p), ("q", q)):
         np.testing.assert_allclose(res.load(f"{name}_0.npy"), want, err_msg=name)
     plugins = {p["name"]: p for p in res.json()["plugins"]}
-    for name in ("rel_beta1_inputs", "rel_beta2_ctx", "rel_beta2_schema", "rel_plain_example", "rel_ctx_noproto"):
+    for name in ("rel_beta1_inputs", "rel_beta2_ctx", "rel_beta2_schema", "rel_plain_example", "rel_ctx_noproto",
+                 "rel_any_ctx"):
         assert plugins[name]["status"] == "ok" and plugins[name]["isolation"] == isolation, plugins[name]
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_any_class_execute_ctx_gets_the_context_and_reads_attributes(ge_run, write_graph, releases, isolation):
+    graph = write_graph([node("p", "RelPlainCtx", ["x"], {"alpha": 4.0}),
+                         node("d", "RelPlainCtx", ["x"]),                 # the prototype's default alpha, 2.0
+                         node("s", "RelStaticCtx", ["p:0"])],
+                        ["p:0", "d:0", "s:0"], inputs=[f32("x", [1, 2, 3])])
+    res = ge_run(graph, "--isolation", isolation, opp_path=[releases])
+    assert res.returncode == 0, res.stderr
+    x = np.array([1, 2, 3], np.float32)
+    np.testing.assert_array_equal(res.load("p_0.npy"), 4 * x)
+    np.testing.assert_array_equal(res.load("d_0.npy"), 2 * x)
+    np.testing.assert_array_equal(res.load("s_0.npy"), 4 * x - 1)
+
+
+LEGACY_FIRST = """
+from ge.custom_op import EagerExecuteOp, register_op_impl
+
+@register_op_impl(op_type="RelTaken")
+class Legacy(EagerExecuteOp):
+    def execute(self, ctx):
+        pass
+"""
+FULL_SECOND = """
+from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+from ge.runtime import Tensor, TensorDesc
+
+@register_op(op_type="RelTaken")
+def proto(x: TensorDesc) -> TensorDesc:
+    return x
+
+@register_op_impl(op_type="RelTaken")
+class Full:
+    def execute(self, x: Tensor) -> None:
+        get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
+"""
+
+
+@pytest.mark.parametrize("isolation", ["subinterpreter", "process"])
+def test_a_legacy_execute_without_prototype_takes_its_op_type_first_in_path_order(ge_run, write_graph, tmp_path,
+                                                                                  isolation):
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    opp.chmod(0o755)
+    (opp / "a_legacy.py").write_text(LEGACY_FIRST)
+    (opp / "b_full.py").write_text(FULL_SECOND)
+    graph = write_graph([node("n", "RelTaken", ["x"])], ["n:0"], inputs=[f32("x", [1])])
+    res = ge_run(graph, "--isolation", isolation, opp_path=[str(opp)])
+    assert_failed_cleanly(res, "node 'n' (RelTaken)", "plugin 'b_full'", "(conflict)", "b_full.py conflicts with the one from",
+                          "a_legacy.py (first in path order wins)")
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
@@ -64,7 +116,7 @@ def test_a_legacy_execute_without_a_prototype_fails_its_node_naming_it(ge_run, w
     graph = write_graph([node("n", "RelNoProto", ["x"])], ["n:0"], inputs=[f32("x", [1])])
     res = ge_run(graph, "--isolation", isolation, opp_path=[releases])
     assert_failed_cleanly(res, "node 'n' (RelNoProto)", "plugin 'rel_ctx_noproto'", "rel_ctx_noproto.py",
-                          "no prototype (canonical IR) of 'RelNoProto'", "register_op(op_type='RelNoProto')")
+                          "a prototype (canonical IR) of 'RelNoProto'", "register_op(op_type='RelNoProto')")
 
 
 LEGACY_ON_CPP_PROTOTYPE = '''
@@ -97,3 +149,29 @@ def test_a_legacy_execute_binds_to_a_cpp_prototype(ge_run, write_graph, tmp_path
     np.testing.assert_array_equal(res.load("s_0.npy"), np.array([3, 6], np.float32))
     (n,) = res.json()["nodes"]
     assert n["python"] and n["source"].endswith("/legacy_scale.py")
+
+
+COMPILE_ONLY = """
+from ge.custom_op import BaseCustomOp, register_op, register_op_impl
+from ge.runtime import Tensor, TensorDesc
+
+@register_op(op_type="RelCompileOnly")
+def proto(x: TensorDesc) -> TensorDesc:
+    return x
+
+@register_op_impl(op_type="RelCompileOnly")
+class CompileOnly(BaseCustomOp):
+    def compile(self, x: Tensor, y: Tensor) -> None:
+        pass
+"""
+
+
+def test_a_compile_only_implementation_fails_its_node_naming_the_plugin_file(ge_run, write_graph, tmp_path):
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    opp.chmod(0o755)
+    (opp / "compile_only.py").write_text(COMPILE_ONLY)
+    graph = write_graph([node("n", "RelCompileOnly", ["x"])], ["n:0"], inputs=[f32("x", [1])])
+    res = ge_run(graph, opp_path=[str(opp)])
+    assert_failed_cleanly(res, "node 'n' (RelCompileOnly)", "compile_only.py", "can neither execute nor declare launch args",
+                          "needs execute or declare_launch_args")

@@ -86,10 +86,26 @@ def test_a_class_without_callbacks_gets_one_text_with_every_release_wording(base
 
 def test_a_plain_class_follows_the_newest_rules():
     class Plain:
-        def execute(self, ctx) -> None:
+        def execute(self, x) -> None:
             pass
 
     assert execute_rules(Plain, None) == ("newest", "schema")
+
+
+@pytest.mark.parametrize("body", [
+    "def execute(self, ctx):\n        pass",
+    "@staticmethod\n    def execute(ctx):\n        pass",
+    "@classmethod\n    def execute(cls, ctx):\n        pass",
+])
+def test_every_release_calls_a_ctx_execute_with_the_context_whatever_the_class(body):
+    for bases, rules in (("", "newest"), ("(EagerExecuteOp)", "9.2.0-beta.2")):
+        ns = {"EagerExecuteOp": EagerExecuteOp}
+        exec(f"class Impl{bases}:\n    {body}\n", ns)
+        assert execute_rules(ns["Impl"], None) == (rules, "context"), (bases, body)
+        decided = validate_descriptor(register_op_impl(op_type=f"RelAny{len(bases)}{len(body)}")(ns["Impl"])
+                                      .__ge_op_impl_descriptor__, None)
+        # The newest GE calls it with the context too: nothing to warn about.
+        assert (decided.call, decided.needs_ir, decided.newest_refusal) == ("context", False, ""), (bases, body)
 
 
 @pytest.mark.parametrize(("signature", "ir_input", "expected"), [
@@ -119,7 +135,7 @@ def test_a_legacy_execute_validates_without_a_canonical_ir_and_needs_none():
 
     decided = validate_descriptor(RelLegacy.__ge_op_impl_descriptor__, None)
     assert (decided.rules, decided.call, decided.needs_ir) == ("9.2.0-beta.2", "context", False)
-    assert "canonical IR not found for schema-bound execute" in decided.newest_refusal
+    assert decided.newest_refusal == ""  # the newest GE calls execute(self, ctx) with the context too
 
 
 def test_a_legacy_execute_with_compile_needs_an_ir_for_compile(raises):
@@ -230,6 +246,41 @@ def test_the_input_list_form_passes_a_schema_bound_argument_through():
     assert Beta1.execute.__wrapped__.__code__.co_varnames[:2] == ("self", "inputs")
 
 
+def test_the_input_list_form_works_on_a_slotted_subclass_and_a_decorated_execute():
+    import functools
+
+    def timed(f):
+        @functools.wraps(f)
+        def run(*args, **kwargs):
+            return f(*args, **kwargs)
+        return run
+
+    class Slotted(EagerExecuteOp):
+        __slots__ = ("scale",)
+
+        @timed
+        def execute(self, inputs):
+            self.scale = self.get_input_num()
+
+    op = Slotted()
+    op.execute(StandIn(["a", "b", "c"]))
+    assert op.scale == 3 and "get_input_num" not in vars(op)
+    assert execute_rules(Slotted, None) == ("9.2.0-beta.1", "context")
+
+
+def test_the_newest_refusal_of_the_input_list_form_says_why():
+    _add_proto("RelRefusal")
+
+    @register_op_impl(op_type="RelRefusal")
+    class Beta1(EagerExecuteOp):
+        def execute(self, inputs) -> None:
+            pass
+
+    decided = validate_descriptor(Beta1.__ge_op_impl_descriptor__, ir("RelRefusal"))
+    assert "expected 2 positional input parameters" in decided.newest_refusal
+    assert "does not pass the input list" in decided.newest_refusal
+
+
 def test_the_input_list_form_restores_the_instance_when_execute_raises():
     class Beta1(EagerExecuteOp):
         def execute(self, inputs):
@@ -321,3 +372,33 @@ def test_ge_testing_names_the_missing_prototype_of_a_legacy_execute(raises):
 
     with raises(RuntimeError, "op_type 'RelTLone' has no prototype", "register_op(op_type='RelTLone')"):
         run_execute("RelTLone", [host_tensor([1.0], DataType.DT_FLOAT)])
+
+
+def test_the_context_reads_attributes_by_ir_index_with_ge_typed_getters(raises):
+    @register_op(op_type="RelTAttrs")
+    def proto(x: TensorDesc, *, alpha: float = 1.5, n: int = 3, names: List[str] = ["a", "b"]) -> TensorDesc:
+        return x
+
+    seen = {}
+
+    @register_op_impl(op_type="RelTAttrs")
+    class Attrs:
+        def execute(self, ctx):
+            x = ctx.get_input_tensor(index=0)
+            y = ctx.malloc_output_tensor(0, x.shape, x.format, x.data_type)
+            attrs = ctx.get_attrs()
+            seen["values"] = (attrs.get_attr_num(), attrs.get_float(0), attrs.get_int(index=1), attrs.get_list_str(2))
+            assert ctx.get_output_tensor(index=0).addr == y.addr
+            for call in (lambda: attrs.get_int(0), lambda: attrs.get_float(3)):
+                try:
+                    call()
+                except RuntimeError as exc:
+                    seen.setdefault("errors", []).append(str(exc))
+            seen["kept"] = attrs
+
+    run_execute("RelTAttrs", [host_tensor([1.0], DataType.DT_FLOAT)], {"n": 7})
+    assert seen["values"] == (3, 1.5, 7, ["a", "b"])
+    assert seen["errors"] == ["Failed to get runtime attr type[VT_INT] at index[0]: attr 0 'alpha' is VT_FLOAT",
+                              "Failed to get runtime attr type[VT_FLOAT] at index[3]: the op has 3 attr(s)"]
+    with raises(RuntimeError, "expired"):
+        seen["kept"].get_float(0)

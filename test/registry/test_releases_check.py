@@ -47,7 +47,12 @@ def test_the_record_says_which_release_rules_applied(releases, tmp_path):
             rules[op["op_type"]] = op["rules"]
     assert rules == {"RelBeta1Add": "9.2.0-beta.1", "RelCtxScale": "9.2.0-beta.2",
                      "RelCtxAnnotated": "9.2.0-beta.2", "RelSchemaAxpy": "9.2.0-beta.2",
-                     "RelPlainAdd": "newest", "RelNoProto": "9.2.0-beta.2"}
+                     "RelPlainAdd": "newest", "RelNoProto": "9.2.0-beta.2",
+                     "RelPlainCtx": "newest", "RelStaticCtx": "9.2.0-beta.2"}
+    # The newest GE calls a legacy execute(ctx) with the context too: nothing to refuse.
+    any_ctx = ops_by_type(by_name["rel_any_ctx"]["plugin"])
+    assert "newest_refusal" not in any_ctx["RelPlainCtx"] and "newest_refusal" not in any_ctx["RelStaticCtx"]
+    assert by_name["rel_any_ctx"]["warnings"] == []
     # Each op the newest GE would refuse carries that refusal, in GE's wording.
     beta1 = ops_by_type(by_name["rel_beta1_inputs"]["plugin"])["RelBeta1Add"]
     assert "invalid execute signature for op type RelBeta1Add" in beta1["newest_refusal"]
@@ -87,4 +92,25 @@ def test_the_listing_keeps_every_release_style_plugin_ok(releases, tmp_path):
     j = json.loads(p.stdout)
     assert {r["name"]: r["status"] for r in j["plugins"]} == {
         "rel_beta1_inputs": "ok", "rel_beta2_ctx": "ok", "rel_beta2_schema": "ok",
-        "rel_ctx_noproto": "ok", "rel_plain_example": "ok"}
+        "rel_ctx_noproto": "ok", "rel_plain_example": "ok", "rel_any_ctx": "ok"}
+
+
+def test_check_reports_an_implementation_that_can_run_no_node(tmp_path):
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chmod(opp, 0o755)
+    plugin = opp / "compile_only.py"
+    plugin.write_text(
+        "from ge.custom_op import BaseCustomOp, register_op, register_op_impl\n"
+        "from ge.runtime import Tensor, TensorDesc\n\n"
+        "@register_op(op_type='RelCompileOnly')\n"
+        "def proto(x: TensorDesc) -> TensorDesc:\n    return x\n\n"
+        "@register_op_impl(op_type='RelCompileOnly')\n"
+        "class CompileOnly(BaseCustomOp):\n"
+        "    def compile(self, x: Tensor, y: Tensor) -> None:\n        pass\n")
+    p = run_ls("--check", str(plugin), env=env_for(tmp_path))
+    assert p.returncode == 1, p.stdout
+    problems = [ln for ln in p.stdout.splitlines() if ln.startswith("problem:")]
+    assert len(problems) == 1 and "op_type 'RelCompileOnly'" in problems[0], p.stdout
+    assert "can neither execute nor declare launch args" in problems[0] and "compile_only.py" in problems[0]

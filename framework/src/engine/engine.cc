@@ -569,9 +569,11 @@ OutputMetas InferMetas(std::vector<CompiledNode>& nodes, const std::vector<std::
     metas[n.name] = InferNodeMeta(c, UnknownInputReason(c, nodes, index));
     if (c.inferred) CheckOutputDtypes(c, DataTypes(*c.inferred), "infer_meta", uses);
     if (!CustomOpCast<EagerExecuteOp>(c.op) && !CustomOpCast<AnnotatedArgsOp>(c.op)) {
-      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": op_type '" + n.op_type +
-                                               "' can neither execute nor declare launch args (capabilities: " +
-                                               CapabilityString(c.capabilities) + ")");
+      const std::string from = c.stats.source.empty() ? std::string() : " from " + c.stats.source;
+      throw EngineError(Kind::kOp, n.name, NodeWhere(n) + ": op_type '" + n.op_type + "'" + from +
+                                               " can neither execute nor declare launch args (capabilities: " +
+                                               CapabilityString(c.capabilities) +
+                                               "): its implementation needs execute or declare_launch_args");
     }
   }
   return metas;

@@ -159,9 +159,9 @@ std::string SplitPrototypeNote(const std::string& op_type,
 std::string UnprototypedNote(const std::string& name, const std::string& path, const std::string& op_type) {
   const std::string t = Abbreviate(op_type);
   return "plugin '" + name + "' (" + path + ") implements op_type '" + t +
-         "' with a legacy execute (GE 9.2.0-beta.x: execute(self, ctx) or execute(self, inputs)), which registers "
-         "without a prototype, but no prototype (canonical IR) of '" + t + "' is registered: add register_op(op_type='" +
-         t + "') to that plugin, or an op library whose REG_OP declares it";
+         "' with a legacy execute (one that takes the execute context, or GE 9.2.0-beta.1's input list), which "
+         "registers without a prototype, but neither that plugin nor an op library registers a prototype (canonical "
+         "IR) of '" + t + "': add register_op(op_type='" + t + "') to that plugin, or an op library whose REG_OP declares it";
 }
 
 std::vector<std::string> OwnPrototypeOpTypes(const PluginRecord& r) {

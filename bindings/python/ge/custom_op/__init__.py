@@ -6,7 +6,10 @@ share/docs/plugin-authors.md). ``register_op`` declares an operator's prototype 
 infer_meta); ``register_op_impl`` declares the class implementing it. The host
 calls the implementation's ``execute`` / ``compile`` / ``declare_launch_args``
 with the node's tensors bound by IR order; inside a callback the matching
-``get_*_ctx()`` returns the borrowed context of that call.
+``get_*_ctx()`` returns the borrowed context of that call. ``BaseCustomOp`` and
+``EagerExecuteOp`` (also in ``ge.custom_op.base``) are GE 9.2.0-beta.x's base
+classes: a subclass of ``EagerExecuteOp`` follows that release's rules for
+``execute`` (share/docs/plugin-authors.md, "Plugins from earlier GE releases").
 
 Thread-safety: the registries are per interpreter and are meant to be filled
 while a plugin module is imported.

@@ -14,7 +14,9 @@ parameters"); each input/output positional with an annotation, when present,
 of ``Tensor`` / ``Optional[Tensor]`` / ``List[Tensor]`` as the IR says (any
 spelling of List and Optional); each attr keyword-only with the IR's name in
 the IR's order ("expected attr name X at index I, actual attr name Y") and a
-matching annotation, when present; a ``None`` return annotation. Every failure
+matching annotation, when present; a ``None`` return annotation (which GE
+release's rules apply is decided by the class: :func:`execute_rules`,
+share/docs/plugin-authors.md, "Plugins from earlier GE releases"). Every failure
 is a ``TypeError`` in GE's wording "invalid <method> signature for op type <T>,
 descriptor key <K>, method <method>: expected ..., actual ..."; a missing IR is
 a ``RuntimeError`` "canonical IR not found for schema-bound <method>".
@@ -147,43 +149,67 @@ def _is_context_annotation(annotation: Any, globalns: Mapping[str, Any]) -> bool
     return resolved is EagerOpExecutionContext
 
 
+def _legacy_context_parameter(cls: Any, ir_inputs: Sequence[str], newest: bool = False) -> bool:
+    """Whether ``cls.execute``, called on an instance, takes exactly one
+    positional parameter that names the execute context: ``ctx`` (every GE
+    release's legacy form, whatever the class; a plain function, a
+    staticmethod or a classmethod) or, ours, one annotated
+    ``EagerOpExecutionContext`` (not with ``newest``) — and the IR has no input
+    of that name."""
+    raw = lookup_class_attr(cls, "execute")
+    if isinstance(raw, staticmethod):
+        func, skip = raw.__func__, 0
+    elif isinstance(raw, classmethod):
+        func, skip = raw.__func__, 1
+    elif isinstance(raw, types.FunctionType):
+        func, skip = raw, 1
+    else:
+        return False
+    if getattr(func, "__ge_inputs_adapter__", False):
+        return False
+    try:
+        params, _ = _sig.signature(func)
+    except (TypeError, ValueError):
+        return False
+    if len(params) != skip + 1 or any(p.kind not in _POSITIONAL for p in params):
+        return False
+    param = params[skip]
+    if param.name in ir_inputs:
+        return False
+    if param.name == CONTEXT_PARAMETER:
+        return True
+    return not newest and _is_context_annotation(param.annotation, function_globals(func))
+
+
 def execute_rules(cls: Any, proto: Any) -> Tuple[str, str]:
     """``(rules, call)`` of a class's ``execute`` against the IR ``proto`` (or None).
 
     What the class is decides (share/docs/plugin-authors.md, "Plugins from
     earlier GE releases"):
 
-    * not a subclass of :class:`~ge.custom_op.base.EagerExecuteOp`: the newest
-      rules, schema-bound (``"newest", "schema"``);
-    * ``execute(self, inputs)`` (adapted by the base class) when there is no IR
+    * ``execute(self, ctx)`` (also a staticmethod ``(ctx)`` or a classmethod
+      ``(cls, ctx)``, or one parameter annotated ``EagerOpExecutionContext``)
+      when the IR has no input of that name: the legacy form, called with the
+      context (``"context"``), in every release and for any class; its rules
+      are ``9.2.0-beta.2`` on an ``EagerExecuteOp`` subclass, else ``newest``;
+    * on a subclass of :class:`~ge.custom_op.base.EagerExecuteOp`:
+      ``execute(self, inputs)`` (adapted by the base class) when there is no IR
       or the IR has not exactly one input, named ``inputs``: 9.2.0-beta.1's
-      input list (``"9.2.0-beta.1", "context"``);
-    * ``execute(self, ctx)``, or one parameter annotated
-      ``EagerOpExecutionContext``, when the IR has no input of that name: the
-      legacy form (``"9.2.0-beta.2", "context"``);
-    * any other ``execute``: schema-bound with its result not checked
-      (``"9.2.0-beta.2", "schema_any_result"``).
+      input list (``"9.2.0-beta.1", "context"``); any other ``execute``:
+      schema-bound with its result not checked (``"9.2.0-beta.2",
+      "schema_any_result"``);
+    * any other class: the newest rules, schema-bound (``"newest", "schema"``).
     """
-    if not (isinstance(cls, type) and issubclass(cls, EagerExecuteOp)):
-        return RULES_NEWEST, CALL_SCHEMA
-    raw = lookup_class_attr(cls, "execute")
-    if not isinstance(raw, types.FunctionType):
-        return RULES_BETA2, CALL_SCHEMA_ANY_RESULT
     ir = canonical_ir(proto)
     ir_inputs = [i.name for i in ir.inputs] if ir is not None else []
-    if getattr(raw, "__ge_inputs_adapter__", False):
-        if ir_inputs == [INPUTS_PARAMETER]:
-            return RULES_BETA2, CALL_SCHEMA_ANY_RESULT
+    release = isinstance(cls, type) and issubclass(cls, EagerExecuteOp)
+    if isinstance(cls, type) and _legacy_context_parameter(cls, ir_inputs):
+        return (RULES_BETA2 if release else RULES_NEWEST), CALL_CONTEXT
+    if not release:
+        return RULES_NEWEST, CALL_SCHEMA
+    raw = lookup_class_attr(cls, "execute")
+    if getattr(raw, "__ge_inputs_adapter__", False) and ir_inputs != [INPUTS_PARAMETER]:
         return RULES_BETA1, CALL_CONTEXT
-    try:
-        params, _ = _sig.signature(raw)
-    except (TypeError, ValueError):
-        return RULES_BETA2, CALL_SCHEMA_ANY_RESULT
-    params = params[1:]  # self
-    if len(params) == 1 and params[0].kind in _POSITIONAL and params[0].name not in ir_inputs:
-        param = params[0]
-        if param.name == CONTEXT_PARAMETER or _is_context_annotation(param.annotation, function_globals(raw)):
-            return RULES_BETA2, CALL_CONTEXT
     return RULES_BETA2, CALL_SCHEMA_ANY_RESULT
 
 
@@ -233,10 +259,16 @@ def validate_impl(descriptor: Any, method_name: str, proto: Any, warnings: Optio
                          f"{', '.join(SCHEMA_METHODS)}")
     op_type, key = descriptor.op_type, descriptor.descriptor_key
     rules, call = RULES_NEWEST, CALL_SCHEMA
-    if method_name == "execute" and not newest:
-        rules, call = execute_rules(descriptor.cls, proto)
-        if call == CALL_CONTEXT:
-            return  # called with the context: nothing of the IR to match, none needed
+    if method_name == "execute":
+        if newest:
+            ir = canonical_ir(proto)
+            if _legacy_context_parameter(descriptor.cls, [i.name for i in ir.inputs] if ir is not None else [],
+                                         newest=True):
+                return  # every release, the newest too, calls execute(self, ctx) with the context
+        else:
+            rules, call = execute_rules(descriptor.cls, proto)
+            if call == CALL_CONTEXT:
+                return  # called with the context: nothing of the IR to match, none needed
     if proto is None:
         missing = RuntimeError(f"canonical IR not found for schema-bound {method_name}: {op_type} "
                                f"(descriptor key {key}): expected a prototype registered with "
@@ -353,10 +385,13 @@ def validate_descriptor(descriptor: Any, proto: Any) -> ImplRules:
     if "eager_execute" in descriptor.interfaces:
         rules, call = execute_rules(descriptor.cls, proto)
     refusal = ""
-    if rules != RULES_NEWEST or warnings:
+    if "eager_execute" in descriptor.interfaces and (rules != RULES_NEWEST or warnings):
         try:
             validate_impl(descriptor, "execute", proto, newest=True)
         except (RuntimeError, TypeError, ValueError) as exc:
             refusal = str(exc)
+            if call == CALL_CONTEXT and rules == RULES_BETA1:
+                refusal += (" (the newest GE binds execute(self, inputs) to the canonical IR: it does not "
+                            "pass the input list)")
     needs_ir = not (call == CALL_CONTEXT and list(descriptor.interfaces) == ["eager_execute"])
     return ImplRules(rules, call, needs_ir, warnings, refusal)

@@ -44,6 +44,8 @@ import types
 
 from _ge_native import EagerOpExecutionContext
 
+from . import _sig
+
 __all__ = ["BaseCustomOp", "EagerExecuteOp", "EagerOpExecutionContext"]
 
 # The name of execute's one parameter in 9.2.0-beta.1's input-list form.
@@ -57,8 +59,9 @@ class BaseCustomOp(abc.ABC):
 
     A subclass that defines none of ``execute``, ``compile`` and
     ``declare_launch_args`` is refused by ``register_op_impl`` (TypeError).
+    No ``__slots__``, as in GE: every instance has a ``__dict__`` (the
+    9.2.0-beta.1 adaptation sets the context's methods there).
     """
-    __slots__ = ()
 
 
 def _is_execute_context(obj: Any) -> bool:
@@ -119,16 +122,17 @@ def _adapt_inputs_execute(func: types.FunctionType) -> Any:
 
 
 def inputs_form_function(func: Any) -> bool:
-    """True when ``func`` is a plain ``def`` whose one parameter after the
-    receiver is named ``inputs`` (9.2.0-beta.1's form, before the IR is known)."""
-    if type(func) is not types.FunctionType or hasattr(func, "__wrapped__"):
+    """True when ``func`` is a function (decorated ones followed through
+    ``__wrapped__``) whose one parameter after the receiver is named
+    ``inputs`` (9.2.0-beta.1's form, before the IR is known)."""
+    if type(func) is not types.FunctionType or getattr(func, "__ge_inputs_adapter__", False):
         return False
-    code = func.__code__
-    if code.co_argcount != 2 or code.co_kwonlyargcount or code.co_posonlyargcount > 1:
+    try:
+        params, _ = _sig.signature(func)
+    except (TypeError, ValueError):
         return False
-    if code.co_flags & 0x0C:  # CO_VARARGS | CO_VARKEYWORDS
-        return False
-    return code.co_varnames[1] == INPUTS_PARAMETER
+    return (len(params) == 2 and all(p.kind in _sig.POSITIONAL for p in params)
+            and params[1].name == INPUTS_PARAMETER)
 
 
 class EagerExecuteOp(BaseCustomOp):
@@ -139,7 +143,6 @@ class EagerExecuteOp(BaseCustomOp):
     docstring); ``register_op_impl`` refuses this class itself and any
     subclass that leaves ``execute`` abstract ("expects a concrete class").
     """
-    __slots__ = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
