@@ -101,7 +101,7 @@ namespace {
 // "S\t<IndexChecksum of the P lines and the J line>", so an edited, cut or
 // reordered index is never passed through. (Version 5 had the same lines with
 // a byte-wise FNV-1a 64 checksum: 2.2M of a warm listing's 21M instructions.)
-constexpr char kListHeader[] = "ge-plugin-list 6";
+constexpr char kListHeader[] = "ge-plugin-list 7";
 constexpr int kStampFields = 5;  // mtime_ns, ctime_ns, size, files, inodes
 
 // The index's checksum over `bytes` (the P lines and the J line, each with

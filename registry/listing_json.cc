@@ -99,7 +99,7 @@ class Checker : public nlohmann::json_sax<json> {
     switch (stack_.back()) {
       case kSummaryObj:
         if (summary_key_ == kPrototypes) return Push(kStringsArr);
-        if (summary_key_ == kOps) return Push(kOpsArr);
+        if (summary_key_ == kOps || summary_key_ == kUnprototyped) return Push(kOpsArr);
         return Fail("summary field '" + std::string(kSummaryKeys[summary_key_]) + "' must not be a list");
       case kOpObj:
         if (op_key_ == kCapabilities) return Push(kStringsArr);
@@ -183,7 +183,7 @@ class Checker : public nlohmann::json_sax<json> {
         return t == kString || Fail("op field '" + std::string(kOpKeys[op_key_]) + "' must be a string");
       case kSummaryObj: {
         const std::string_view k = kSummaryKeys[summary_key_];
-        if (summary_key_ == kPrototypes || summary_key_ == kOps) return Fail("summary field '" + std::string(k) + "' must be a list");
+        if (summary_key_ == kPrototypes || summary_key_ == kOps || summary_key_ == kUnprototyped) return Fail("summary field '" + std::string(k) + "' must be a list");
         if (t != kString) return Fail("summary field '" + std::string(k) + "' must be a string");
         if (summary_key_ == kKind && *s != "python" && *s != "op_library") return Fail("unknown kind '" + *s + "'");
         if (summary_key_ == kIsolation && !KnownIsolation(*s)) return Fail("unknown isolation '" + *s + "'");

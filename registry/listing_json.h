@@ -17,11 +17,12 @@ namespace ge::registry {
 
 // True when `text` is exactly one plugin summary of the shape that
 // plugin::ToJson(r, /*with_detail=*/false) writes (ge/plugin/record.h): an
-// object with the nine keys name, path, kind, prototypes, version, isolation,
-// status, error, ops and no other; each of its type (`kind` "python" or
-// "op_library", `isolation` a known isolation, `status` a known status other
-// than "insecure", `ops` objects with a string `op_type`, a list of string
-// `capabilities` and an optional string `prototype_library`), valid JSON
+// object with the ten keys name, path, kind, prototypes, version, isolation,
+// status, error, ops, unprototyped and no other; each of its type (`kind`
+// "python" or "op_library", `isolation` a known isolation, `status` a known
+// status other than "insecure", `ops` and `unprototyped` objects with a string
+// `op_type`, a list of string `capabilities` and an optional string
+// `prototype_library`), valid JSON
 // (RFC 8259) and valid UTF-8, and `path` equal to `path_text` (the PathText
 // spelling). The same verdict the listing index's reader took before from
 // plugin::FromJson on a parsed tree. `why` (optional) gets the first problem.

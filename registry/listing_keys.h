@@ -10,9 +10,12 @@ namespace ge::registry::listing_keys {
 // The summary's keys, in the order of the bit that marks each as seen: the
 // order nlohmann::json writes them in (sorted), so that a key is looked for
 // first where the one before it was found, plus one.
-constexpr std::array<std::string_view, 9> kSummaryKeys{"error", "isolation",  "kind",   "name",   "ops",
-                                                       "path",  "prototypes", "status", "version"};
-enum SummaryKey { kError, kIsolation, kKind, kName, kOps, kPath, kPrototypes, kStatus, kVersion };
+// In the order nlohmann::json writes them (sorted). `unprototyped` holds op
+// objects like `ops` (a legacy execute registered without a prototype).
+constexpr std::array<std::string_view, 10> kSummaryKeys{"error",      "isolation", "kind",         "name",   "ops",
+                                                        "path",       "prototypes", "status",      "unprototyped",
+                                                        "version"};
+enum SummaryKey { kError, kIsolation, kKind, kName, kOps, kPath, kPrototypes, kStatus, kUnprototyped, kVersion };
 constexpr std::array<std::string_view, 3> kOpKeys{"capabilities", "op_type", "prototype_library"};
 enum OpKey { kCapabilities, kOpType, kPrototypeLibrary };
 

@@ -319,7 +319,7 @@ class SummaryScanner {
     const bool ok = Members([&](std::string_view key, Kind k) {
       if (!Field(key, kSummaryKeys.data(), kSummaryKeys.size(), "summary", seen, i)) return false;
       const std::string_view field = kSummaryKeys[i];
-      if (i == kPrototypes || i == kOps) {
+      if (i == kPrototypes || i == kOps || i == kUnprototyped) {
         if (k == kArray) {
           if (i == kPrototypes) return Strings();
           return Elements([&](Kind e) { return e == kObject ? Op() : Unexpected(e); });

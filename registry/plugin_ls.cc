@@ -131,7 +131,12 @@ void PrintTable(const json& plugins, std::ostream& out, bool color) {
       status_of_row.push_back(first ? status : "");
       reason_of_row.push_back(first && status != "ok" ? reason : "");
     };
-    if (ops.empty() && protos_only.empty()) {
+    // A legacy execute registered without a prototype: no node of it runs.
+    std::vector<std::string> unprototyped;
+    for (const auto& op : p.value("unprototyped", json::array())) {
+      if (op.is_object()) unprototyped.push_back(op.value("op_type", ""));
+    }
+    if (ops.empty() && protos_only.empty() && unprototyped.empty()) {
       add("-", json::array(), true);
     } else {
       bool first = true;
@@ -141,6 +146,10 @@ void PrintTable(const json& plugins, std::ostream& out, bool color) {
       }
       for (const auto& t : protos_only) {
         add(Printable(t) + " (prototype)", json::array(), first, true);
+        first = false;
+      }
+      for (const auto& t : unprototyped) {
+        add(Printable(t) + " (no prototype)", json::array(), first, true);
         first = false;
       }
     }
@@ -182,10 +191,15 @@ json Filter(const json& plugins, const std::string& op, const std::string& statu
       for (const auto& t : p.value("prototypes", json::array())) {
         if (t == op) protos.push_back(t);
       }
-      if (ops.empty() && protos.empty()) continue;
+      json unprototyped = json::array();  // and a legacy execute without a prototype
+      for (const auto& o : p.value("unprototyped", json::array())) {
+        if (o.value("op_type", "") == op) unprototyped.push_back(o);
+      }
+      if (ops.empty() && protos.empty() && unprototyped.empty()) continue;
       json q = p;
       q["ops"] = ops;
       if (q.contains("prototypes")) q["prototypes"] = protos;
+      if (q.contains("unprototyped")) q["unprototyped"] = unprototyped;
       outp.push_back(q);
       continue;
     }
@@ -383,6 +397,11 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
   }
   const std::string kOnePlugin =
       std::string(plugin::kSplitAdvice) + " (share/docs/plugin-authors.md, \"One plugin, one registry\")";
+  // The same among the plugins checked here (an opp folder): op_type -> (name, path).
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> checked_protos;
+  for (const auto& r : records) {
+    for (const auto& t : plugin::OwnPrototypeOpTypes(r)) checked_protos[t].emplace_back(r.name, PathText(r.path));
+  }
   for (const auto& r : records) {
     std::vector<std::pair<std::string, std::string>> problems;  // (problem, hint)
     std::vector<std::string> notes;
@@ -409,7 +428,7 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
         problems.emplace_back(r.error.message, "do not block or loop at import time; defer work to the callbacks");
         break;
       case PluginStatus::kConflict:
-        problems.emplace_back(r.error.message, r.error.kind == "conflict" && !r.ops.empty()
+        problems.emplace_back(r.error.message, r.error.kind == "conflict" && (!r.ops.empty() || !r.unprototyped.empty())
                                                    ? "rename the op_type (op libraries win over Python plugins; otherwise the first in path order wins)"
                                                    : "rename the plugin (plugin names are unique over the opp path)");
         break;
@@ -460,6 +479,18 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
       }
     }
     for (const auto& op : r.unprototyped) {
+      // Its prototype in another plugin, checked here or installed: the two halves of a split.
+      std::vector<std::pair<std::string, std::string>> others;
+      if (auto it = checked_protos.find(op.op_type); it != checked_protos.end()) others = it->second;
+      if (auto it = installed_protos.find(op.op_type); it != installed_protos.end()) {
+        for (const auto& o : it->second) {
+          if (std::find(others.begin(), others.end(), o) == others.end()) others.push_back(o);
+        }
+      }
+      if (!others.empty()) {
+        problems.emplace_back(plugin::UnprototypedSplitNote(r.name, PathText(r.path), op.op_type, others), kOnePlugin);
+        continue;
+      }
       problems.emplace_back(plugin::UnprototypedNote(r.name, PathText(r.path), op.op_type),
                             "GE's legacy execute takes its prototype from elsewhere: register one with "
                             "@register_op in this plugin, or install the op library (REG_OP) that declares it");
@@ -476,10 +507,19 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
     }
     if (r.ok()) {
       // Conflicts with what is installed: other plugins of the registry.
+      // (A legacy execute without a prototype takes its op_type too.)
+      std::vector<const plugin::OpRecord*> mine_all;
+      for (const auto& op : r.ops) mine_all.push_back(&op);
+      for (const auto& op : r.unprototyped) mine_all.push_back(&op);
       for (const auto& [other_path, other] : installed) {
         if (other_path == r.path || !other.ok()) continue;
-        for (const auto& op : other.ops) {
-          for (const auto& mine : r.ops) {
+        std::vector<const plugin::OpRecord*> theirs;
+        for (const auto& op : other.ops) theirs.push_back(&op);
+        for (const auto& op : other.unprototyped) theirs.push_back(&op);
+        for (const plugin::OpRecord* op_p : theirs) {
+          const plugin::OpRecord& op = *op_p;
+          for (const plugin::OpRecord* mine_p : mine_all) {
+            const plugin::OpRecord& mine = *mine_p;
             if (op.op_type == mine.op_type) {
               problems.emplace_back("op_type '" + mine.op_type + "' is also defined by " + PathText(other_path),
                                     "rename the op_type (op libraries win over Python plugins; otherwise the first in path order wins)");
@@ -494,12 +534,7 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
     // (An op without a prototype is a problem above already.)
     std::vector<std::string> release_warnings;
     for (const auto& op : r.ops) {
-      if (op.newest_refusal.empty()) continue;
-      release_warnings.push_back(
-          "op_type '" + op.op_type + "' " +
-          (op.rules == "newest" ? std::string("loads here")
-                                : "follows GE " + op.rules + "'s rules (its class derives from EagerExecuteOp)") +
-          ", but the newest GE refuses it: " + op.newest_refusal);
+      if (std::string w = plugin::NewestRefusalNote(op); !w.empty()) release_warnings.push_back(std::move(w));
     }
     if (candidate_of.count(r.path) && r.ok() && !r.op_library) {
       if (r.version.empty()) notes.push_back("no version: set [project] version in pyproject.toml or __version__");

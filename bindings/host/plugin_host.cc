@@ -564,13 +564,22 @@ struct PluginHost::Impl {
         const std::string call_name = bp::extract<std::string>(impl["call"]);
         const std::optional<py::ExecuteCall> call = py::ParseExecuteCall(call_name);
         if (!call) throw std::logic_error("ge._entry.collect gave execute call form '" + call_name + "'");
-        // Logged; the record keeps the data they come from (rules, newest_refusal),
-        // from which ge-plugin-ls --check words its own warning.
         bp::list impl_warnings = bp::extract<bp::list>(impl["warnings"]);
         for (Py_ssize_t k = 0; k < bp::len(impl_warnings); ++k) {
-          log->warn("{}: {}", TerminalSafe(c.path), TerminalSafe(bp::extract<std::string>(impl_warnings[k])()));
+          std::string w = c.path + ": " + bp::extract<std::string>(impl_warnings[k])();
+          log->warn("{}", TerminalSafe(w));
+          l.report.warnings.push_back(std::move(w));
         }
         const std::string newest_refusal = bp::extract<std::string>(impl["newest_refusal"]);
+        if (rules == "newest" && !newest_refusal.empty()) {
+          // Loads here (upstream's own earlier example does), refused by the
+          // newest GE: logged; the record keeps the refusal (ge-plugin-ls --check).
+          plugin::OpRecord said;
+          said.op_type = op_type;
+          said.rules = rules;
+          said.newest_refusal = newest_refusal;
+          log->warn("{}: {}", TerminalSafe(c.path), TerminalSafe(plugin::NewestRefusalNote(said)));
+        }
         if (bp::object(impl["ir"]).is_none()) {
           // A legacy execute registered without a prototype: nothing a node
           // can run until one is registered, which the node's error says (Commit).
@@ -579,9 +588,7 @@ struct PluginHost::Impl {
           op.capabilities = {"eager_execute"};
           op.rules = rules;
           op.newest_refusal = newest_refusal;
-          // Logged, not a record warning: the record lists it (unprototyped).
-          log->warn("{}", TerminalSafe(plugin::UnprototypedNote(c.name, c.path, op_type)));
-          l.report.unprototyped.push_back(std::move(op));
+          l.report.unprototyped.push_back(std::move(op));  // logged when the plugin is registered (Commit)
           l.keys.emplace_back(op_type, key);  // forgotten with the plugin (main interpreter)
           continue;
         }
@@ -886,7 +893,7 @@ struct PluginHost::Impl {
       if (auto legacy = unprototyped_owner.find(op_type); legacy != unprototyped_owner.end()) {
         // An earlier plugin implements it with a legacy execute: the two halves of a split.
         registry.NoteUnimplemented(op_type,
-                                   SplitUnprototypedNote(legacy->second.first, legacy->second.second, op_type,
+                                   plugin::UnprototypedSplitNote(legacy->second.first, legacy->second.second, op_type,
                                                          {{l.plugin.name, l.plugin.path}}),
                                    l.plugin.path, /*overrides=*/true);
         continue;
@@ -904,26 +911,20 @@ struct PluginHost::Impl {
   // When another loaded plugin registers the prototype, the two halves of a
   // split are named instead (share/docs/plugin-authors.md, "One plugin, one
   // registry"), whichever of them comes first in path order (NotePrototypes).
+  // Logged too (the record lists the op under `unprototyped`).
   void NoteUnprototyped(const Loading& l) {
     for (const auto& op : l.report.unprototyped) {
       auto protos = python_protos.find(op.op_type);
-      if (protos != python_protos.end()) {
-        registry.NoteUnimplemented(op.op_type, SplitUnprototypedNote(l.plugin.name, l.plugin.path, op.op_type, protos->second),
-                                   l.plugin.path, /*overrides=*/true);
-      } else {
-        registry.NoteUnimplemented(op.op_type, plugin::UnprototypedNote(l.plugin.name, l.plugin.path, op.op_type),
-                                   l.plugin.path);
-      }
+      const bool split = protos != python_protos.end();
+      const std::string why = split
+                                  ? plugin::UnprototypedSplitNote(l.plugin.name, l.plugin.path, op.op_type, protos->second)
+                                  : plugin::UnprototypedNote(l.plugin.name, l.plugin.path, op.op_type);
+      // (debug inside a worker: the engine, which notes it too, says it.)
+      log->log(in_worker ? spdlog::level::debug : spdlog::level::warn, "{}", TerminalSafe(why));
+      registry.NoteUnimplemented(op.op_type, why, l.plugin.path, /*overrides=*/split);
     }
   }
 
-  // "plugin 'I' (path) implements op_type 'X' with a legacy execute; the
-  // prototype of op_type 'X' is registered by plugin 'P' (path), another plugin: <advice>".
-  static std::string SplitUnprototypedNote(const std::string& name, const std::string& path, const std::string& op_type,
-                                           const std::vector<std::pair<std::string, std::string>>& prototyped_by) {
-    return "plugin '" + name + "' (" + path + ") implements op_type '" + Abbreviate(op_type) +
-           "' with a legacy execute (GE 9.2.0-beta.x), and " + plugin::SplitPrototypeNote(op_type, prototyped_by);
-  }
 
   // "the prototype of op_type 'X' is registered by plugin 'P' (path), another
   // plugin: <advice>" for a plugin that failed with "canonical IR not found"

@@ -106,9 +106,10 @@ def test_the_unannotated_example_warns_that_the_newest_ge_refuses_it(ge_run, wri
     res = ge_run(graph, "--isolation", isolation, opp_path=[releases], log_level="warn")
     assert res.returncode == 0, res.stderr
     np.testing.assert_array_equal(res.load("q_0.npy"), np.array([2, 4], np.float32))
-    lines = [ln for ln in res.stderr.splitlines() if "RelPlainAdd" in ln and "no return annotation" in ln]
+    lines = [ln for ln in res.stderr.splitlines() if "RelPlainAdd" in ln and "the newest GE refuses it" in ln]
     assert len(lines) == 1, res.stderr
-    assert "rel_plain_example.py" in lines[0] and "'-> None'" in lines[0]
+    assert "rel_plain_example.py" in lines[0] and "loads here" in lines[0]
+    assert "expected None return annotation, actual missing return annotation" in lines[0]
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)

@@ -111,7 +111,8 @@ def test_every_release_calls_a_ctx_execute_with_the_context_whatever_the_class(b
 @pytest.mark.parametrize(("signature", "ir_input", "expected"), [
     ("self, ctx", None, ("9.2.0-beta.2", "context")),
     ("self, ctx", "x", ("9.2.0-beta.2", "context")),
-    ("self, ctx", "ctx", ("9.2.0-beta.2", "schema_any_result")),        # the IR names its input ctx
+    ("self, ctx", "ctx", ("9.2.0-beta.2", "context")),                  # the name decides, as in GE
+    ("self, c: EagerOpExecutionContext", "c", ("9.2.0-beta.2", "schema_any_result")),  # ours: not over the IR
     ("self, c: EagerOpExecutionContext", "x", ("9.2.0-beta.2", "context")),
     ("self, c: 'EagerOpExecutionContext'", None, ("9.2.0-beta.2", "context")),
     ("self, inputs", None, ("9.2.0-beta.1", "context")),
@@ -185,8 +186,7 @@ def test_a_plain_class_without_a_return_annotation_loads_with_a_warning():
             pass
 
     decided = validate_descriptor(Plain.__ge_op_impl_descriptor__, ir("RelPlain"))
-    assert decided.rules == "newest" and len(decided.warnings) == 1
-    assert "RelPlain" in decided.warnings[0] and "'-> None'" in decided.warnings[0]
+    assert decided.rules == "newest" and decided.warnings == ()
     assert "expected None return annotation, actual missing return annotation" in decided.newest_refusal
 
 
@@ -360,7 +360,8 @@ def test_ge_testing_still_checks_a_plain_class_result(raises):
             return 5
 
     # The missing '-> None' is a warning (as in the host); the value returned is still an error.
-    with raises(TypeError, "execute must return None"), pytest.warns(UserWarning, match="no return annotation"):
+    with raises(TypeError, "execute must return None"), \
+            pytest.warns(UserWarning, match="loads here, but the newest GE refuses it: .*missing return annotation"):
         _run("RelTPlain")
 
 
@@ -402,3 +403,64 @@ def test_the_context_reads_attributes_by_ir_index_with_ge_typed_getters(raises):
                               "Failed to get runtime attr type[VT_FLOAT] at index[3]: the op has 3 attr(s)"]
     with raises(RuntimeError, "expired"):
         seen["kept"].get_float(0)
+
+
+@pytest.mark.parametrize("name", ["input", "context"])
+def test_a_single_parameter_named_like_no_legacy_form_is_bound_with_a_warning(name):
+    one_input("RelNamed")
+    ns = {"EagerExecuteOp": EagerExecuteOp}
+    exec(f"class Named(EagerExecuteOp):\n    def execute(self, {name}):\n        pass\n", ns)
+    register_op_impl(op_type="RelNamed")(ns["Named"])
+    decided = validate_descriptor(ns["Named"].__ge_op_impl_descriptor__, ir("RelNamed"))
+    assert decided.call == "schema_any_result" and len(decided.warnings) == 1
+    assert f"parameter '{name}' is no GE 9.2.0-beta.x legacy form" in decided.warnings[0]
+    assert "Use 'ctx' for EagerOpExecutionContext or 'inputs' for the input tensor list." in decided.warnings[0]
+    assert "bound to the IR's input 'x'" in decided.warnings[0]
+
+
+def test_a_plain_class_with_the_input_list_form_is_told_it_needs_eager_execute_op(raises):
+    _add_proto("RelPlainInputs")
+
+    @register_op_impl(op_type="RelPlainInputs")
+    class PlainInputs:
+        def execute(self, inputs) -> None:
+            pass
+
+    with raises(TypeError, "expected 2 positional input parameters", "needs a subclass of ge.custom_op.EagerExecuteOp"):
+        validate_descriptor(PlainInputs.__ge_op_impl_descriptor__, ir("RelPlainInputs"))
+
+
+def test_a_callable_object_taking_ctx_is_the_legacy_form():
+    class Call:
+        def __call__(self, ctx):
+            pass
+
+    class WithCallable:
+        execute = Call()
+
+    assert execute_rules(WithCallable, one_input("RelCallable")) == ("newest", "context")
+
+
+def test_ge_testing_refuses_a_compile_only_op_as_the_engine_does(raises):
+    one_input("RelTCompileOnly")
+
+    @register_op_impl(op_type="RelTCompileOnly")
+    class CompileOnly(co.BaseCustomOp):
+        def compile(self, x, y) -> None:
+            pass
+
+    with raises(RuntimeError, "op_type 'RelTCompileOnly'", "has no execute", "neither execute nor declare launch args"):
+        run_execute("RelTCompileOnly", [host_tensor([1.0], DataType.DT_FLOAT)])
+
+
+def test_ge_testing_names_compile_needing_a_prototype_first_as_the_host_does(raises):
+    @register_op_impl(op_type="RelTLegacyCompile")
+    class LegacyCompile(EagerExecuteOp):
+        def execute(self, ctx):
+            pass
+
+        def compile(self) -> None:
+            pass
+
+    with raises(RuntimeError, "canonical IR not found for schema-bound compile"):
+        run_execute("RelTLegacyCompile", [host_tensor([1.0], DataType.DT_FLOAT)])

@@ -23,7 +23,8 @@ def test_scan_then_cache_then_changed(opp, tmp_path):
     assert j["source"] == "scan"
     assert statuses(j["plugins"]) == {"alpha": "ok", "beta": "error"}
     a = j["plugins"][0]
-    assert set(a) == {"name", "path", "kind", "prototypes", "version", "isolation", "status", "error", "ops"}
+    assert set(a) == {"name", "path", "kind", "prototypes", "version", "isolation", "status", "error", "ops",
+                      "unprototyped"}
     assert a["version"] == "0.9" and a["isolation"] == "subinterpreter" and a["path"].endswith("alpha.py")
     assert a["kind"] == "python" and a["prototypes"] == []
     assert a["ops"] == [{"op_type": "LsAlpha", "capabilities": ["eager_execute", "infer_meta"]}]

@@ -114,3 +114,17 @@ def test_check_reports_an_implementation_that_can_run_no_node(tmp_path):
     problems = [ln for ln in p.stdout.splitlines() if ln.startswith("problem:")]
     assert len(problems) == 1 and "op_type 'RelCompileOnly'" in problems[0], p.stdout
     assert "can neither execute nor declare launch args" in problems[0] and "compile_only.py" in problems[0]
+
+
+def test_the_listing_shows_and_finds_a_legacy_execute_without_a_prototype(releases, tmp_path):
+    env = env_for(tmp_path)
+    base = ("--opp-path", str(releases), "--no-daemon")
+    table = run_ls(*base, env=env)
+    assert table.returncode == 0, table.stderr
+    row = next(ln for ln in table.stdout.splitlines() if ln.startswith("rel_ctx_noproto"))
+    assert "RelNoProto (no prototype)" in row and row.rstrip().endswith("ok"), row
+    for source in ("scan", "cache"):  # the second listing reads the listing index
+        j = json.loads(run_ls(*base, "--json", "--op", "RelNoProto", env=env).stdout)
+        assert [p["name"] for p in j["plugins"]] == ["rel_ctx_noproto"], (source, j)
+        assert j["plugins"][0]["unprototyped"] == [{"op_type": "RelNoProto", "capabilities": ["eager_execute"]}]
+        assert j["plugins"][0]["ops"] == []

@@ -30,7 +30,7 @@ from ge.runtime import TensorDesc
 from . import custom_op
 from .custom_op import _proto
 from .custom_op._impl import get_registered_op_impl_by_op_type
-from .custom_op._validate import execute_rules, validate_impl
+from .custom_op._validate import execute_rules, validate_descriptor, validate_impl
 
 __all__ = ["HostTensor", "host_tensor", "run_execute", "run_infer_meta", "run_compile", "run_declare_launch_args"]
 
@@ -212,15 +212,28 @@ def run_execute(op_type: str, inputs: Sequence[Any], attrs: Optional[Mapping[str
     impl = get_registered_op_impl_by_op_type(op_type)
     if impl is None:
         raise RuntimeError(f"no implementation registered for op_type '{op_type}'")
-    notes: List[str] = []
-    validate_impl(impl, "execute", proto, notes)
-    for note in notes:  # loads in the host too, with the same warning in its log
-        warnings.warn(note, UserWarning, stacklevel=2)
+    if "eager_execute" not in impl.interfaces:  # as the engine refuses such a node
+        raise RuntimeError(f"op_type '{op_type}' ({impl.descriptor_key}) has no execute: its implementation can "
+                           f"neither execute nor declare launch args here (capabilities: "
+                           f"{', '.join(impl.interfaces)}); run_compile / run_declare_launch_args run the others")
+    validate_impl(impl, "execute", proto)
+    try:  # execute's verdict is above; what a load would warn about (compile is checked by run_compile)
+        decided = validate_descriptor(impl, proto) if proto is not None else None
+    except (RuntimeError, TypeError, ValueError):
+        decided = None
+    if decided is not None:
+        # Loads in the host too, with the same warnings in its log.
+        for note in decided.warnings:
+            warnings.warn(note, UserWarning, stacklevel=2)
+        if decided.rules == "newest" and decided.newest_refusal:
+            warnings.warn(f"op_type '{op_type}' loads here, but the newest GE refuses it: {decided.newest_refusal}",
+                          UserWarning, stacklevel=2)
     if proto is None:  # a legacy execute registers without one; running it needs one (as in the engine)
+        validate_descriptor(impl, None)  # the host refuses the plugin when compile or declare_launch_args needs it
         raise RuntimeError(f"op_type '{op_type}' has no prototype (canonical IR): its implementation "
-                           f"{impl.descriptor_key} has a legacy execute (GE 9.2.0-beta.x), which registers "
-                           f"without one, but a node needs one to run: register one with "
-                           f"register_op(op_type='{op_type}')")
+                           f"{impl.descriptor_key} has a legacy execute (one that takes the execute context, or "
+                           f"GE 9.2.0-beta.1's input list), which registers without one, but a node needs one to "
+                           f"run: register one with register_op(op_type='{op_type}')")
     _, call = execute_rules(impl.cls, proto)
     inputs = list(inputs)
     attrs = dict(attrs or {})

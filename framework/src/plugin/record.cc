@@ -164,6 +164,21 @@ std::string UnprototypedNote(const std::string& name, const std::string& path, c
          "IR) of '" + t + "': add register_op(op_type='" + t + "') to that plugin, or an op library whose REG_OP declares it";
 }
 
+std::string UnprototypedSplitNote(const std::string& name, const std::string& path, const std::string& op_type,
+                                  const std::vector<std::pair<std::string, std::string>>& prototyped_by) {
+  return "plugin '" + name + "' (" + path + ") implements op_type '" + Abbreviate(op_type) +
+         "' with a legacy execute, which registers without a prototype, and " + SplitPrototypeNote(op_type, prototyped_by);
+}
+
+std::string NewestRefusalNote(const OpRecord& op) {
+  if (op.newest_refusal.empty()) return {};
+  return "op_type '" + Abbreviate(op.op_type) + "' " +
+         (op.rules == "newest" || op.rules.empty()
+              ? std::string("loads here")
+              : "follows GE " + op.rules + "'s rules (its class derives from EagerExecuteOp)") +
+         ", but the newest GE refuses it: " + op.newest_refusal;
+}
+
 std::vector<std::string> OwnPrototypeOpTypes(const PluginRecord& r) {
   if (!r.ok() || r.op_library) return {};
   std::vector<std::string> out = r.prototypes;
@@ -212,13 +227,11 @@ json ToJson(const PluginRecord& r, bool with_detail) {
             {"status", std::string(StatusName(r.status))},
             {"error", Utf8Text(r.error.OneLine())},
             {"ops", std::move(ops)}};
+  json unprototyped = json::array();
+  for (const auto& op : r.unprototyped) unprototyped.push_back(OpToJson(op, with_detail));
+  j["unprototyped"] = std::move(unprototyped);
   if (!with_detail) return j;
   j["description"] = Utf8Text(r.description);
-  if (!r.unprototyped.empty()) {
-    json u = json::array();
-    for (const auto& op : r.unprototyped) u.push_back(OpToJson(op, with_detail));
-    j["unprototyped"] = std::move(u);
-  }
   if (!r.error.kind.empty()) j["error_kind"] = r.error.kind;
   if (!r.error.exception.empty()) j["error_type"] = r.error.exception;
   if (!r.error.file.empty() && r.error.line > 0) {

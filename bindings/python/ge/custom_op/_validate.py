@@ -118,9 +118,10 @@ class ImplRules(FrozenRecord):
     ("schema", "schema_any_result" or "context": how the host calls
     ``execute``), ``needs_ir`` (False when the class registers without a
     canonical IR: a legacy execute and nothing else), ``warnings`` (texts:
-    what loads here but deserves a look, e.g. a missing ``-> None``),
-    ``newest_refusal`` (the error the newest GE's rules give the class, or
-    "" when they accept it).
+    what loads here but deserves a look, e.g. an execute parameter that looks
+    like a legacy form's and is bound to the IR's input),
+    ``newest_refusal`` (the error the newest GE's rules give the class, e.g.
+    a missing ``-> None``, or "" when they accept it).
     """
     _fields = ("rules", "call", "needs_ir", "warnings", "newest_refusal")
     rules: str
@@ -152,10 +153,10 @@ def _is_context_annotation(annotation: Any, globalns: Mapping[str, Any]) -> bool
 def _legacy_context_parameter(cls: Any, ir_inputs: Sequence[str], newest: bool = False) -> bool:
     """Whether ``cls.execute``, called on an instance, takes exactly one
     positional parameter that names the execute context: ``ctx`` (every GE
-    release's legacy form, whatever the class; a plain function, a
-    staticmethod or a classmethod) or, ours, one annotated
-    ``EagerOpExecutionContext`` (not with ``newest``) — and the IR has no input
-    of that name."""
+    release's legacy form, whatever the class and the IR: a plain function, a
+    staticmethod, a classmethod or a callable object) or, ours, one annotated
+    ``EagerOpExecutionContext`` when the IR has no input of that name (not
+    with ``newest``)."""
     raw = lookup_class_attr(cls, "execute")
     if isinstance(raw, staticmethod):
         func, skip = raw.__func__, 0
@@ -163,6 +164,8 @@ def _legacy_context_parameter(cls: Any, ir_inputs: Sequence[str], newest: bool =
         func, skip = raw.__func__, 1
     elif isinstance(raw, types.FunctionType):
         func, skip = raw, 1
+    elif callable(raw) and not is_missing(raw):
+        func, skip = raw, 0  # a callable object stored on the class: its own signature
     else:
         return False
     if getattr(func, "__ge_inputs_adapter__", False):
@@ -174,11 +177,48 @@ def _legacy_context_parameter(cls: Any, ir_inputs: Sequence[str], newest: bool =
     if len(params) != skip + 1 or any(p.kind not in _POSITIONAL for p in params):
         return False
     param = params[skip]
+    if param.name == CONTEXT_PARAMETER:
+        return True  # GE's rule: the name alone decides, whatever the IR's input names
     if param.name in ir_inputs:
         return False
-    if param.name == CONTEXT_PARAMETER:
-        return True
     return not newest and _is_context_annotation(param.annotation, function_globals(func))
+
+
+#: GE 9.2.0-beta.1's words for an execute whose one parameter is neither form's.
+LEGACY_NAMES_HINT = "Use 'ctx' for EagerOpExecutionContext or 'inputs' for the input tensor list."
+
+
+def _single_parameter(cls: Any) -> Optional[str]:
+    """The name of ``cls.execute``'s one positional parameter after its
+    receiver (a plain function, decorated ones followed), or None."""
+    raw = lookup_class_attr(cls, "execute")
+    func = getattr(raw, "__wrapped__", raw) if getattr(raw, "__ge_inputs_adapter__", False) else raw
+    if not isinstance(func, types.FunctionType):
+        return None
+    try:
+        params, _ = _sig.signature(func)
+    except (TypeError, ValueError):
+        return None
+    if len(params) != 2 or any(p.kind not in _POSITIONAL for p in params):
+        return None
+    return params[1].name
+
+
+def _single_parameter_hint(cls: Any, ir_inputs: Sequence[str]) -> str:
+    """What to write when execute's one parameter looks like a legacy form's
+    but is not one (a porting mistake), else "". For the error of an
+    execute that does not match the IR, or the warning of one that binds."""
+    name = _single_parameter(cls)
+    if name is None or name in ir_inputs:
+        return ""
+    release = isinstance(cls, type) and issubclass(cls, EagerExecuteOp)
+    if name == INPUTS_PARAMETER and not release:
+        return ("GE 9.2.0-beta.1's execute(self, inputs), called with the input list, needs a subclass of "
+                "ge.custom_op.EagerExecuteOp")
+    if release and name not in (CONTEXT_PARAMETER, INPUTS_PARAMETER):
+        return (f"execute's one parameter '{name}' is no GE 9.2.0-beta.x legacy form: {LEGACY_NAMES_HINT} "
+                "(or name it as the IR's input to take that tensor)")
+    return ""
 
 
 def execute_rules(cls: Any, proto: Any) -> Tuple[str, str]:
@@ -187,11 +227,12 @@ def execute_rules(cls: Any, proto: Any) -> Tuple[str, str]:
     What the class is decides (share/docs/plugin-authors.md, "Plugins from
     earlier GE releases"):
 
-    * ``execute(self, ctx)`` (also a staticmethod ``(ctx)`` or a classmethod
-      ``(cls, ctx)``, or one parameter annotated ``EagerOpExecutionContext``)
-      when the IR has no input of that name: the legacy form, called with the
-      context (``"context"``), in every release and for any class; its rules
-      are ``9.2.0-beta.2`` on an ``EagerExecuteOp`` subclass, else ``newest``;
+    * ``execute(self, ctx)`` (also a staticmethod ``(ctx)``, a classmethod
+      ``(cls, ctx)`` or a callable object taking ``(ctx)``; or, ours, one
+      parameter annotated ``EagerOpExecutionContext`` when the IR has no input
+      of that name): the legacy form, called with the context
+      (``"context"``), in every release and for any class; its rules are
+      ``9.2.0-beta.2`` on an ``EagerExecuteOp`` subclass, else ``newest``;
     * on a subclass of :class:`~ge.custom_op.base.EagerExecuteOp`:
       ``execute(self, inputs)`` (adapted by the base class) when there is no IR
       or the IR has not exactly one input, named ``inputs``: 9.2.0-beta.1's
@@ -213,8 +254,7 @@ def execute_rules(cls: Any, proto: Any) -> Tuple[str, str]:
     return RULES_BETA2, CALL_SCHEMA_ANY_RESULT
 
 
-def validate_impl(descriptor: Any, method_name: str, proto: Any, warnings: Optional[List[str]] = None,
-                  newest: bool = False) -> None:
+def validate_impl(descriptor: Any, method_name: str, proto: Any, newest: bool = False) -> None:
     """Validate one schema-bound callback of an implementation class against its IR.
 
     The rules are GE's (share/docs/plugin-authors.md, "The implementation"):
@@ -239,10 +279,11 @@ def validate_impl(descriptor: Any, method_name: str, proto: Any, warnings: Optio
     legacy ``execute`` (``(self, ctx)``, 9.2.0-beta.1's ``(self, inputs)``)
     is not checked at all and needs no IR; a schema-bound ``execute`` of an
     ``EagerExecuteOp`` subclass is checked without its return annotation; a
-    plain class's ``execute`` without a return annotation is accepted with a
-    warning appended to ``warnings`` (an explicit other annotation is an
-    error). ``newest``: apply the newest rules whatever the class (what the
-    newest GE would say: ``--check``'s warning).
+    plain class's ``execute`` without a return annotation is accepted (the
+    newest GE refuses it: :func:`validate_descriptor` says so in
+    ``newest_refusal``; an explicit other annotation is an error).
+    ``newest``: apply the newest rules whatever the class (what the newest
+    GE would say: ``--check``'s warning).
 
     The class is not instantiated. Returns None when the callback matches.
 
@@ -270,9 +311,11 @@ def validate_impl(descriptor: Any, method_name: str, proto: Any, warnings: Optio
             if call == CALL_CONTEXT:
                 return  # called with the context: nothing of the IR to match, none needed
     if proto is None:
+        hint = _single_parameter_hint(descriptor.cls, ()) if method_name == "execute" else ""
         missing = RuntimeError(f"canonical IR not found for schema-bound {method_name}: {op_type} "
                                f"(descriptor key {key}): expected a prototype registered with "
-                               f"register_op(op_type='{op_type}') or by an op library (REG_OP), actual none")
+                               f"register_op(op_type='{op_type}') or by an op library (REG_OP), actual none"
+                               + (f"; {hint}" if hint else ""))
         missing.__ge_op_type__ = op_type  # for the host's note on a failed op library (ge._entry.collect)
         raise missing
     proto = canonical_ir(proto)
@@ -308,9 +351,13 @@ def validate_impl(descriptor: Any, method_name: str, proto: Any, warnings: Optio
     n_pos, n_attr = len(tensors), len(proto.attrs)
     if len(params) != n_pos + n_attr:
         n_kw = sum(1 for p in params if p.kind == _sig.KEYWORD_ONLY)
+        hint = ""
+        if method_name == "execute" and not newest:
+            hint = _single_parameter_hint(descriptor.cls, [i.name for i in proto.inputs])
         raise fail(f"{n_pos} positional {'input/output' if with_outputs else 'input'} parameters "
                    f"followed by {n_attr} keyword-only attrs",
-                   f"{len(params)} parameters ({len(params) - n_kw} positional, {n_kw} keyword-only)")
+                   f"{len(params)} parameters ({len(params) - n_kw} positional, {n_kw} keyword-only)"
+                   + (f"; {hint}" if hint else ""))
 
     def resolved(annotation: Any, what: str) -> Any:
         try:
@@ -347,12 +394,10 @@ def validate_impl(descriptor: Any, method_name: str, proto: Any, warnings: Optio
     if rules == RULES_BETA2:
         return  # GE 9.2.0-beta.x checks neither the return annotation nor the value
     if ret is _sig.EMPTY:
-        if method_name == "execute" and not newest and warnings is not None:
+        if method_name == "execute" and not newest:
             # The newest GE refuses this; upstream's own example plugin of the
-            # earlier releases has no annotations, so it loads, with a warning.
-            warnings.append(f"op_type '{op_type}' ({key}): execute has no return annotation; the newest GE "
-                            "requires '-> None' (invalid execute signature: expected None return annotation, "
-                            "actual missing return annotation)")
+            # earlier releases has no annotations, so it loads, and what the
+            # newest GE says of it is its ImplRules.newest_refusal.
             return
         raise fail("None return annotation", "missing return annotation")
     ret = resolved(ret, "the return annotation")
@@ -380,12 +425,17 @@ def validate_descriptor(descriptor: Any, proto: Any) -> ImplRules:
     """
     warnings: List[str] = []
     for interface in descriptor.interfaces:
-        validate_impl(descriptor, INTERFACE_METHODS[interface], proto, warnings)
+        validate_impl(descriptor, INTERFACE_METHODS[interface], proto)
     rules, call = RULES_NEWEST, CALL_SCHEMA
     if "eager_execute" in descriptor.interfaces:
         rules, call = execute_rules(descriptor.cls, proto)
+        ir = canonical_ir(proto)
+        hint = _single_parameter_hint(descriptor.cls, [i.name for i in ir.inputs] if ir is not None else [])
+        if hint and call != CALL_CONTEXT and ir is not None and len(ir.inputs) == 1:
+            warnings.append(f"op_type '{descriptor.op_type}' ({descriptor.descriptor_key}): {hint}; it is bound to "
+                            f"the IR's input '{ir.inputs[0].name}' (schema-bound)")
     refusal = ""
-    if "eager_execute" in descriptor.interfaces and (rules != RULES_NEWEST or warnings):
+    if "eager_execute" in descriptor.interfaces:
         try:
             validate_impl(descriptor, "execute", proto, newest=True)
         except (RuntimeError, TypeError, ValueError) as exc:

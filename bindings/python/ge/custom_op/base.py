@@ -10,8 +10,8 @@ from earlier GE releases"):
 * :class:`EagerExecuteOp`: a :class:`BaseCustomOp` with an abstract
   ``execute``. A subclass may define ``execute`` in one of three forms:
 
-  - ``execute(self, ctx)`` (the parameter named ``ctx`` or annotated
-    ``EagerOpExecutionContext``): the legacy form, called with the
+  - ``execute(self, ctx)`` (the parameter named ``ctx``, on any class, or
+    annotated ``EagerOpExecutionContext``): the legacy form, called with the
     :class:`~ge.custom_op.EagerOpExecutionContext` of the call; it needs no
     canonical IR to register;
   - ``execute(self, inputs)``: 9.2.0-beta.1's form, called with the list of the
@@ -23,9 +23,10 @@ from earlier GE releases"):
     but its return annotation and return value are not checked
     (9.2.0-beta.2/develop).
 
-  A legacy form is only that when the canonical IR has no input of the
-  parameter's name (an IR with exactly one input named ``inputs`` makes
-  ``execute(self, inputs)`` schema-bound).
+  ``ctx`` is the legacy form whatever the IR, as in GE; the annotated
+  parameter and ``inputs`` are legacy forms only when the canonical IR has
+  no input of that name (an IR with exactly one input named ``inputs``
+  makes ``execute(self, inputs)`` schema-bound).
 
 The 9.2.0-beta.1 adaptation is made when the subclass is created, as in that
 release: calling ``instance.execute(ctx)`` on such a class yourself (a unit

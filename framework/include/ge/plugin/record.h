@@ -154,6 +154,16 @@ std::string SplitPrototypeNote(const std::string& op_type,
 // prototype and none is registered (PluginRecord::unprototyped). One wording
 // for the engine's node error, the load log and the listing.
 std::string UnprototypedNote(const std::string& name, const std::string& path, const std::string& op_type);
+// The same when another plugin registers the prototype: the two halves of a
+// split (SplitPrototypeNote), named from the implementation's side.
+std::string UnprototypedSplitNote(const std::string& name, const std::string& path, const std::string& op_type,
+                                  const std::vector<std::pair<std::string, std::string>>& prototyped_by);
+// "op_type 'X' loads here, but the newest GE refuses it: <refusal>" (rules
+// newest) or "op_type 'X' follows GE <rules>'s rules (its class derives from
+// EagerExecuteOp), but the newest GE refuses it: <refusal>"; "" when the
+// newest GE accepts the op (OpRecord::newest_refusal empty). One wording for
+// the load log and ge-plugin-ls --check.
+std::string NewestRefusalNote(const OpRecord& op);
 // The op_types a Python plugin that loaded has a prototype of itself: those
 // it does not implement (`prototypes`) and its ops bound to no op library's.
 // Empty for an op library and for a plugin that is not ok.
@@ -167,7 +177,8 @@ std::string WithoutSplitPrototypeNote(const std::string& message);
 // `with_detail`: prototypes and tracebacks too (the cache, `show`), else the
 // summary a listing prints: name, path, kind ("python" or "op_library"),
 // version, isolation, status, error, ops with op_type and capabilities (and
-// prototype_library when bound to one), prototypes (op_types, op libraries).
+// prototype_library when bound to one), prototypes (op_types, op libraries),
+// unprototyped (op objects as in ops).
 nlohmann::json ToJson(const PluginRecord& r, bool with_detail = true);
 // The record a JSON object describes, or nullopt with `why` naming the field
 // that is missing, of the wrong type or out of range. `stamp_required`: a
