@@ -388,6 +388,9 @@ nlohmann::json Summary(const RunArgs& a, const Graph& graph, const CompiledGraph
   for (const auto& r : reports) {
     nlohmann::json p = plugin::ToJson(r, /*with_detail=*/false);
     p["ops"] = r.OpTypes();  // ge-run's summary lists op_types only
+    nlohmann::json unprototyped = nlohmann::json::array();
+    for (const auto& op : r.unprototyped) unprototyped.push_back(Utf8Text(op.op_type));
+    p["unprototyped"] = std::move(unprototyped);
     summary["plugins"].push_back(std::move(p));
   }
   return summary;
