@@ -508,15 +508,10 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
     if (r.ok()) {
       // Conflicts with what is installed: other plugins of the registry.
       // (A legacy execute without a prototype takes its op_type too.)
-      std::vector<const plugin::OpRecord*> mine_all;
-      for (const auto& op : r.ops) mine_all.push_back(&op);
-      for (const auto& op : r.unprototyped) mine_all.push_back(&op);
+      const std::vector<const plugin::OpRecord*> mine_all = plugin::TakenOps(r);
       for (const auto& [other_path, other] : installed) {
         if (other_path == r.path || !other.ok()) continue;
-        std::vector<const plugin::OpRecord*> theirs;
-        for (const auto& op : other.ops) theirs.push_back(&op);
-        for (const auto& op : other.unprototyped) theirs.push_back(&op);
-        for (const plugin::OpRecord* op_p : theirs) {
+        for (const plugin::OpRecord* op_p : plugin::TakenOps(other)) {
           const plugin::OpRecord& op = *op_p;
           for (const plugin::OpRecord* mine_p : mine_all) {
             const plugin::OpRecord& mine = *mine_p;

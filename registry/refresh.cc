@@ -217,9 +217,7 @@ std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
     if (r.status != PluginStatus::kOk) continue;
     bool clash = false;
     // A legacy execute without a prototype takes its op_type too (as in the engine's host).
-    std::vector<const plugin::OpRecord*> mine;
-    for (const auto& op : r.ops) mine.push_back(&op);
-    for (const auto& op : r.unprototyped) mine.push_back(&op);
+    const std::vector<const plugin::OpRecord*> mine = plugin::TakenOps(r);
     for (const plugin::OpRecord* op_p : mine) {
       const plugin::OpRecord& op = *op_p;
       auto it = owner.find(op.op_type);

@@ -170,6 +170,14 @@ std::string UnprototypedSplitNote(const std::string& name, const std::string& pa
          "' with a legacy execute, which registers without a prototype, and " + SplitPrototypeNote(op_type, prototyped_by);
 }
 
+std::vector<const OpRecord*> TakenOps(const PluginRecord& r) {
+  std::vector<const OpRecord*> out;
+  out.reserve(r.ops.size() + r.unprototyped.size());
+  for (const auto& op : r.ops) out.push_back(&op);
+  for (const auto& op : r.unprototyped) out.push_back(&op);
+  return out;
+}
+
 std::string NewestRefusalNote(const OpRecord& op) {
   if (op.newest_refusal.empty()) return {};
   return "op_type '" + Abbreviate(op.op_type) + "' " +

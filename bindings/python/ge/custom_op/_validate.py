@@ -139,6 +139,12 @@ class ImplRules(FrozenRecord):
         set_(self, "newest_refusal", newest_refusal)
 
 
+def _ir_input_names(proto: Any) -> List[str]:
+    """The input names of the canonical IR ``proto`` (None: no IR, no names)."""
+    ir = canonical_ir(proto)
+    return [i.name for i in ir.inputs] if ir is not None else []
+
+
 def _is_context_annotation(annotation: Any, globalns: Mapping[str, Any]) -> bool:
     """An annotation naming the execute context (resolved, or its text when it cannot be)."""
     if annotation is _sig.EMPTY:
@@ -241,8 +247,7 @@ def execute_rules(cls: Any, proto: Any) -> Tuple[str, str]:
       "schema_any_result"``);
     * any other class: the newest rules, schema-bound (``"newest", "schema"``).
     """
-    ir = canonical_ir(proto)
-    ir_inputs = [i.name for i in ir.inputs] if ir is not None else []
+    ir_inputs = _ir_input_names(proto)
     release = isinstance(cls, type) and issubclass(cls, EagerExecuteOp)
     if isinstance(cls, type) and _legacy_context_parameter(cls, ir_inputs):
         return (RULES_BETA2 if release else RULES_NEWEST), CALL_CONTEXT
@@ -302,9 +307,7 @@ def validate_impl(descriptor: Any, method_name: str, proto: Any, newest: bool = 
     rules, call = RULES_NEWEST, CALL_SCHEMA
     if method_name == "execute":
         if newest:
-            ir = canonical_ir(proto)
-            if _legacy_context_parameter(descriptor.cls, [i.name for i in ir.inputs] if ir is not None else [],
-                                         newest=True):
+            if _legacy_context_parameter(descriptor.cls, _ir_input_names(proto), newest=True):
                 return  # every release, the newest too, calls execute(self, ctx) with the context
         else:
             rules, call = execute_rules(descriptor.cls, proto)
@@ -429,11 +432,11 @@ def validate_descriptor(descriptor: Any, proto: Any) -> ImplRules:
     rules, call = RULES_NEWEST, CALL_SCHEMA
     if "eager_execute" in descriptor.interfaces:
         rules, call = execute_rules(descriptor.cls, proto)
-        ir = canonical_ir(proto)
-        hint = _single_parameter_hint(descriptor.cls, [i.name for i in ir.inputs] if ir is not None else [])
-        if hint and call != CALL_CONTEXT and ir is not None and len(ir.inputs) == 1:
+        ir_inputs = _ir_input_names(proto)
+        hint = _single_parameter_hint(descriptor.cls, ir_inputs)
+        if hint and call != CALL_CONTEXT and len(ir_inputs) == 1:
             warnings.append(f"op_type '{descriptor.op_type}' ({descriptor.descriptor_key}): {hint}; it is bound to "
-                            f"the IR's input '{ir.inputs[0].name}' (schema-bound)")
+                            f"the IR's input '{ir_inputs[0]}' (schema-bound)")
     refusal = ""
     if "eager_execute" in descriptor.interfaces:
         try:

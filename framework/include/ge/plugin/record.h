@@ -164,6 +164,11 @@ std::string UnprototypedSplitNote(const std::string& name, const std::string& pa
 // newest GE accepts the op (OpRecord::newest_refusal empty). One wording for
 // the load log and ge-plugin-ls --check.
 std::string NewestRefusalNote(const OpRecord& op);
+// Every op whose op_type the plugin takes (first in path order wins): its
+// `ops`, then its `unprototyped` ones. Borrowed from `r`: valid while it is
+// unchanged; a temporary record is refused.
+std::vector<const OpRecord*> TakenOps(const PluginRecord& r);
+std::vector<const OpRecord*> TakenOps(PluginRecord&& temporary) = delete;
 // The op_types a Python plugin that loaded has a prototype of itself: those
 // it does not implement (`prototypes`) and its ops bound to no op library's.
 // Empty for an op library and for a plugin that is not ok.
