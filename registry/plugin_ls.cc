@@ -434,12 +434,17 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
         break;
       default: {
         std::string where;
-        if (!r.error.file.empty() && r.error.line > 0 && r.error.OneLine() == r.error.message) {
+        // A message that names its location itself gets it in brackets (OneLine adds none).
+        if (!r.error.file.empty() && r.error.line > 0 &&
+            r.error.message.find("(at " + r.error.file + ":" + std::to_string(r.error.line) + ")") != std::string::npos) {
           where = " [" + r.error.file + ":" + std::to_string(r.error.line) + "]";
         }
         const bool split = r.error.kind == "prototype" && !r.op_library;
         auto other = split ? installed_protos.find(r.error.op_type) : installed_protos.end();
-        if (split && plugin::HasSplitPrototypeNote(r.error.message)) {
+        const bool noted = std::any_of(r.error.notes.begin(), r.error.notes.end(), [](const plugin::Diagnostic& d) {
+          return d.kind == plugin::DiagnosticKind::kSplitPrototype;
+        });
+        if (split && noted) {
           problems.emplace_back(r.error.OneLine() + where, kOnePlugin);
         } else if (other != installed_protos.end()) {
           problems.emplace_back(r.error.OneLine() + where + "; " + plugin::SplitPrototypeNote(r.error.op_type, other->second),
@@ -523,7 +528,7 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
         }
       }
     }
-    for (const auto& w : r.warnings) notes.push_back(w);
+    for (const auto& w : r.warnings) notes.push_back(plugin::Text(w));
     // Plugins written for an earlier GE release load here (the class decides
     // which release's rules apply); say where the newest GE would refuse one.
     // (An op without a prototype is a problem above already.)

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "ge/plugin/discovery.h"
+#include "ge/plugin/resolve.h"
 
 namespace ge::registry {
 
@@ -193,86 +194,7 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
 }
 
 std::vector<PluginRecord> ResolveConflicts(std::vector<PluginRecord> ordered) {
-  std::map<std::string, std::string> owner;  // op_type -> path
-  std::set<std::string> libraries;            // paths of op libraries that own ops
-  // Op libraries load before Python plugins (as in the engine's host), so
-  // their C++ ops win over Python implementations; path order within each.
-  std::vector<PluginRecord*> order;
-  for (auto& r : ordered) {
-    if (r.op_library) order.push_back(&r);
-  }
-  for (auto& r : ordered) {
-    if (!r.op_library) order.push_back(&r);
-  }
-  for (PluginRecord* rp : order) {
-    PluginRecord& r = *rp;
-    // A record keeps its scan verdict; conflicts are decided here, afresh
-    // (a conflict with a built-in op is the scan's verdict).
-    if (r.status == PluginStatus::kConflict && r.error.kind == "conflict" && (!r.ops.empty() || !r.unprototyped.empty()) &&
-        r.conflicts_with != "builtin") {
-      r.status = PluginStatus::kOk;
-      r.error = {};
-      r.conflicts_with.clear();
-    }
-    if (r.status != PluginStatus::kOk) continue;
-    bool clash = false;
-    // A legacy execute without a prototype takes its op_type too (as in the engine's host).
-    const std::vector<const plugin::OpRecord*> mine = plugin::TakenOps(r);
-    for (const plugin::OpRecord* op_p : mine) {
-      const plugin::OpRecord& op = *op_p;
-      auto it = owner.find(op.op_type);
-      if (it != owner.end()) {
-        const bool by_library = libraries.count(it->second) > 0;
-        r.status = PluginStatus::kConflict;
-        r.error = {};
-        r.error.kind = "conflict";
-        r.error.message = "op_type '" + op.op_type + "' from " + r.path + " conflicts with the one from " + it->second +
-                          (!by_library     ? " (first in path order wins)"
-                           : r.op_library ? " (the first op library in path order wins)"
-                                          : " (op libraries load before Python plugins: the library's op wins)");
-        r.conflicts_with = it->second;
-        clash = true;
-        break;
-      }
-    }
-    if (clash) continue;
-    for (const plugin::OpRecord* op : mine) owner[op->op_type] = r.path;
-    if (r.op_library) libraries.insert(r.path);
-  }
-  // A Python prototype of an op_type a library implements as a C++ custom op
-  // is not used (the scanner, lending prototypes only, cannot tell).
-  static const std::string kReplaces = ") replaces the C++ prototype from op library ";
-  static const std::string kOpType = "the Python prototype of op_type '";
-  for (auto& r : ordered) {
-    if (r.op_library) continue;
-    for (auto& w : r.warnings) {
-      const auto at = w.find(kReplaces);
-      if (w.rfind(kOpType, 0) != 0 || at == std::string::npos) continue;
-      const auto end = w.find("' in plugin '", kOpType.size());
-      if (end == std::string::npos) continue;
-      const std::string op_type = w.substr(kOpType.size(), end - kOpType.size());
-      auto it = owner.find(op_type);
-      if (it == owner.end() || !libraries.count(it->second)) continue;
-      w = w.substr(0, at) + ") is not used: op library " + it->second + " implements op_type '" + op_type +
-          "' as a C++ custom op with its own C++ prototype";
-    }
-  }
-  // A prototype and its implementation split over two plugins: the
-  // implementation's "canonical IR not found" names the plugin(s) with the
-  // prototype, in the engine's words (plugin::SplitPrototypeNote). Decided
-  // afresh each time, like conflicts: an earlier note is taken off first.
-  std::map<std::string, std::vector<std::pair<std::string, std::string>>> prototyped_by;  // op_type -> (name, path)
-  for (const auto& r : ordered) {
-    for (const auto& t : plugin::OwnPrototypeOpTypes(r)) prototyped_by[t].emplace_back(r.name, r.path);
-  }
-  for (auto& r : ordered) {
-    if (r.op_library || r.error.kind != "prototype") continue;
-    std::string& m = r.error.message;
-    m = plugin::WithoutSplitPrototypeNote(m);
-    auto it = r.error.op_type.empty() ? prototyped_by.end() : prototyped_by.find(r.error.op_type);
-    if (it != prototyped_by.end()) m += std::string("; ") + plugin::SplitPrototypeNote(r.error.op_type, it->second);
-  }
-  return ordered;
+  return plugin::Resolve(std::move(ordered));
 }
 
 }  // namespace ge::registry

@@ -47,9 +47,9 @@ std::vector<plugin::PluginRecord> Refresh(const std::vector<std::string>& entrie
                                           const RefreshOptions& opts, RefreshStats* stats = nullptr,
                                           bool force = false, const std::vector<std::string>& force_paths = {});
 
-// Applies "first in path order wins" over records in path order: a plugin
-// whose op_type an earlier ok plugin defines becomes "conflict" naming both
-// (the same rule and message as the engine's host).
+// Applies "first in path order wins" over records in path order: the one
+// resolver, ge::plugin::Resolve (ge/plugin/resolve.h), which the engine's
+// host and ge-plugin-ls --check share.
 std::vector<plugin::PluginRecord> ResolveConflicts(std::vector<plugin::PluginRecord> ordered);
 
 }  // namespace ge::registry

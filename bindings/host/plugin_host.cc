@@ -20,6 +20,7 @@
 #include "ge/log_spdlog.h"
 #include "ge/op/library_registrations.h"
 #include "ge/plugin/op_library.h"
+#include "ge/plugin/resolve.h"
 #include "ge/text.h"
 #include "interpreter.h"
 #include "process_plugin.h"
@@ -125,8 +126,31 @@ std::vector<std::string> PendingOpTypes() {
   return out;
 }
 
-// The one module the host calls into (bindings/python/ge/_entry.py).
-bp::object Entry() { return bp::import("ge._entry"); }
+// The version of the load contract between this host and ge._entry: what
+// its functions take and return (share/docs/host-design.md, "The load
+// contract"). Raised by one each time either side changes it; both must agree.
+constexpr int kLoadContractVersion = 1;
+
+// The one module the host calls into (bindings/python/ge/_entry.py), once
+// its LOAD_CONTRACT_VERSION is the one this host reads. Raises (a Python
+// RuntimeError, so the plugin being loaded reports it) when the ge package
+// comes from another build: "got version X, this host reads version Y".
+bp::object Entry() {
+  bp::object entry = bp::import("ge._entry");
+  bp::object declared = bp::getattr(entry, "LOAD_CONTRACT_VERSION", bp::object());
+  bp::extract<int> version(declared);
+  if (!declared.is_none() && version.check() && version() == kLoadContractVersion) return entry;
+  const std::string file = bp::extract<std::string>(bp::str(bp::getattr(entry, "__file__", bp::str("?"))));
+  const std::string got = declared.is_none() ? std::string("none") : bp::extract<std::string>(bp::str(declared))();
+  PyErr_SetString(PyExc_RuntimeError,
+                  ("the ge package's load contract (" + file + ", LOAD_CONTRACT_VERSION) is version " + got +
+                   ", this host reads version " + std::to_string(kLoadContractVersion) +
+                   ": the ge package and the host come from different builds; install them together "
+                   "(or point GE_PLUGIN_PYTHON_DIR at the package built with this host)")
+                      .c_str());
+  bp::throw_error_already_set();
+  return entry;
+}
 
 // A path as Python spells it (os.fsdecode): POSIX paths are bytes, and a
 // non-UTF-8 one must reach the plugin's import unchanged.
@@ -545,13 +569,9 @@ struct PluginHost::Impl {
         // rewrites this warning for custom ops, registry/refresh.cc.)
         auto op = registry.Find(op_type);
         const bool custom_op = op && library_sources.count(op->source);
-        std::string w = custom_op
-                            ? "the Python prototype of op_type '" + op_type + "' in plugin '" + c.name + "' (" +
-                                  c.path + ") is not used: op library " + op->source + " implements op_type '" +
-                                  op_type + "' as a C++ custom op with its own C++ prototype"
-                            : "the Python prototype of op_type '" + op_type + "' in plugin '" + c.name + "' (" +
-                                  c.path + ") replaces the C++ prototype from op library " + cpp->second.library;
-        log->warn("{}", TerminalSafe(w));
+        plugin::Diagnostic w = custom_op ? plugin::PrototypeUnused(op_type, c.name, c.path, op->source)
+                                         : plugin::PrototypeReplaced(op_type, c.name, c.path, cpp->second.library);
+        log->warn("{}", TerminalSafe(plugin::Text(w)));
         l.report.warnings.push_back(std::move(w));
       }
       bp::tuple shared = bp::extract<bp::tuple>(entry.attr("adapter_objects")());
@@ -566,8 +586,8 @@ struct PluginHost::Impl {
         if (!call) throw std::logic_error("ge._entry.collect gave execute call form '" + call_name + "'");
         bp::list impl_warnings = bp::extract<bp::list>(impl["warnings"]);
         for (Py_ssize_t k = 0; k < bp::len(impl_warnings); ++k) {
-          std::string w = c.path + ": " + bp::extract<std::string>(impl_warnings[k])();
-          log->warn("{}", TerminalSafe(w));
+          plugin::Diagnostic w = plugin::ReleaseRules(op_type, c.path, bp::extract<std::string>(impl_warnings[k])());
+          log->warn("{}", TerminalSafe(plugin::Text(w)));
           l.report.warnings.push_back(std::move(w));
         }
         const std::string newest_refusal = bp::extract<std::string>(impl["newest_refusal"]);
@@ -632,8 +652,7 @@ struct PluginHost::Impl {
       if (auto existing = registry.Find(a->GetSchema().op_type)) {
         l.report.conflicts_with = existing->source;
         Stop(l, plugin::PluginStatus::kConflict, "conflict",
-             "op_type '" + a->GetSchema().op_type + "' from " + c.path + " conflicts with the one from " +
-                 existing->source + ConflictRule(existing->source));
+             plugin::ConflictMessage(a->GetSchema().op_type, c.path, existing->source, ConflictRule(existing->source)));
         // The ops it would have registered (as the registry lists them).
         l.report.ops = OpRecordsOf(l);
         try {
@@ -704,8 +723,7 @@ struct PluginHost::Impl {
       if (auto existing = registry.Find(a->GetSchema().op_type)) {
         r.conflicts_with = existing->source;
         Stop(l, plugin::PluginStatus::kConflict, "conflict",
-             "op_type '" + a->GetSchema().op_type + "' from " + c.path + " conflicts with the one from " +
-                 existing->source + ConflictRule(existing->source));
+             plugin::ConflictMessage(a->GetSchema().op_type, c.path, existing->source, ConflictRule(existing->source)));
         r.ops = OpRecordsOf(l);
         for (const auto& op : r.ops) l.attempted.push_back(op.op_type);
         l.made.clear();  // the last proxy ends the worker
@@ -716,11 +734,11 @@ struct PluginHost::Impl {
 
   // Why the op already registered (from `existing`) wins over a Python
   // plugin's (or, with `library`, over a later op library's).
-  std::string ConflictRule(const std::string& existing, bool library = false) const {
-    if (existing == "builtin") return " (a built-in op cannot be replaced)";
-    if (library) return " (the first op library in path order wins)";
-    if (library_sources.count(existing)) return " (op libraries load before Python plugins: the library's op wins)";
-    return " (first in path order wins)";
+  plugin::ConflictRule ConflictRule(const std::string& existing, bool library = false) const {
+    if (existing == "builtin") return plugin::ConflictRule::kBuiltin;
+    if (library) return plugin::ConflictRule::kFirstLibrary;
+    if (library_sources.count(existing)) return plugin::ConflictRule::kLibraryOverPython;
+    return plugin::ConflictRule::kPathOrder;
   }
 
   // Removes a main-interpreter plugin's modules and registrations from the
@@ -766,8 +784,7 @@ struct PluginHost::Impl {
     if (auto [op_type, other] = TakenWithoutPrototype(l); !op_type.empty()) {
       r.conflicts_with = other;
       Stop(l, plugin::PluginStatus::kConflict, "conflict",
-           "op_type '" + op_type + "' from " + l.plugin.path + " conflicts with the one from " + other +
-               ConflictRule(other));
+           plugin::ConflictMessage(op_type, l.plugin.path, other, ConflictRule(other)));
       r.ops = OpRecordsOf(l);
       NoteAttempted(l);
       l.made.clear();
@@ -860,8 +877,9 @@ struct PluginHost::Impl {
   // would have served it and why it did not (over a prototype-only plugin's
   // note: the split advice would mislead).
   void NoteNotLoaded(Loading& l) {
-    const std::string split = SplitNote(l);
-    if (!split.empty()) l.report.error.message += "; " + split;
+    const std::optional<plugin::Diagnostic> note = SplitNote(l);
+    const std::string split = note ? plugin::Text(*note) : std::string();
+    if (note) l.report.error.notes.push_back(*note);
     if (l.attempted.empty()) return;
     const std::string why = "plugin '" + l.plugin.name + "' (" + l.plugin.path + "), which implements it, was not loaded" +
                             (split.empty() ? " (" + std::string(plugin::StatusName(l.report.status)) +
@@ -929,12 +947,12 @@ struct PluginHost::Impl {
   // "the prototype of op_type 'X' is registered by plugin 'P' (path), another
   // plugin: <advice>" for a plugin that failed with "canonical IR not found"
   // for an op_type another loaded plugin prototypes; "" otherwise.
-  std::string SplitNote(const Loading& l) const {
+  std::optional<plugin::Diagnostic> SplitNote(const Loading& l) const {
     const std::string& op_type = l.report.error.op_type;
-    if (l.report.error.kind != "prototype" || op_type.empty()) return {};
+    if (l.report.error.kind != "prototype" || op_type.empty()) return std::nullopt;
     auto it = python_protos.find(op_type);
-    if (it == python_protos.end()) return {};
-    return plugin::SplitPrototypeNote(op_type, it->second);
+    if (it == python_protos.end()) return std::nullopt;
+    return plugin::SplitPrototype(op_type, it->second);
   }
 
   // ---- op libraries (share/docs/op-packages.md) ----
@@ -1023,8 +1041,7 @@ struct PluginHost::Impl {
         if (!fresh && it->second.given) {
           it->second = CppPrototype{p.schema, l.lib.path};
         } else if (!fresh && it->second.library != l.lib.path) {
-          std::string w = "the prototype of op_type '" + p.op_type + "' from " + l.lib.path +
-                          " is not used: op library " + it->second.library + " registered it first";
+          plugin::Diagnostic w = plugin::LibraryPrototypeShadowed(p.op_type, l.lib.path, it->second.library);
           if (std::find(l.report.warnings.begin(), l.report.warnings.end(), w) == l.report.warnings.end()) {
             l.report.warnings.push_back(std::move(w));
           }
@@ -1107,8 +1124,8 @@ struct PluginHost::Impl {
         undo();
         r.conflicts_with = existing->source;
         return StopLibrary(l, plugin::PluginStatus::kConflict, "conflict",
-                           "op_type '" + op_type + "' from " + l.lib.path + " conflicts with the one from " +
-                               existing->source + ConflictRule(existing->source, /*library=*/true));
+                           plugin::ConflictMessage(op_type, l.lib.path, existing->source,
+                                                   ConflictRule(existing->source, /*library=*/true)));
       }
       if (Status st = registry.Register(std::move(regs[i])); !st.ok()) {
         undo();
@@ -1167,7 +1184,7 @@ struct PluginHost::Impl {
         }
       }
       if (!l.go_on) log->info("op library {} not loaded: {}", TerminalSafe(l.report.path), l.report.error.message);
-      for (const auto& w : l.report.warnings) log->warn("{}", TerminalSafe(w));
+      for (const auto& w : l.report.warnings) log->warn("{}", TerminalSafe(plugin::Text(w)));
       out.push_back(l.report);
     }
     if (std::any_of(batch.begin(), batch.end(), [](const LibraryLoading& l) { return !l.go_on; })) {

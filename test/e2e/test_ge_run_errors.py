@@ -337,3 +337,46 @@ def test_a_plugin_name_that_fails_twice_is_noted_once(ge_run, write_graph, tmp_p
     assert_failed_cleanly(res, "'n0'", "unknown op_type")
     assert res.stderr.count("plugin twice not loaded") == 2, res.stderr
     assert res.stderr.endswith("ge-run: note: plugin(s) that failed to load (see the warnings above): twice\n"), res.stderr
+
+
+def test_a_ge_package_of_another_load_contract_is_named_with_both_versions(ge_run, write_graph, tmp_path, monkeypatch):
+    """The host checks ge._entry's LOAD_CONTRACT_VERSION before calling it
+    (share/docs/host-design.md, "The load contract"): a package from another
+    build fails each plugin's load with one error naming both versions."""
+    import os
+    import re
+    import shutil
+    here = os.environ.get("GE_PLUGIN_PYTHON_DIR")
+    if not here:
+        pytest.skip("GE_PLUGIN_PYTHON_DIR is not set (CTest sets it)")
+    other = tmp_path / "other-python"
+    shutil.copytree(here, other, ignore=shutil.ignore_patterns("__pycache__"))
+    entry = other / "ge" / "_entry.py"
+    text = entry.read_text()
+    ours = int(re.search(r"^LOAD_CONTRACT_VERSION = (\d+)$", text, re.M).group(1))
+    entry.write_text(text.replace(f"LOAD_CONTRACT_VERSION = {ours}\n", f"LOAD_CONTRACT_VERSION = {ours + 1}\n"))
+    monkeypatch.setenv("GE_PLUGIN_PYTHON_DIR", str(other))
+    g = write_graph([node("n0", "E2eCopy", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, "--log-level", "info", opp_path=("ops",))
+    assert res.returncode == 1, res.stderr
+    assert f"is version {ours + 1}, this host reads version {ours}" in res.stderr, res.stderr
+    assert str(entry) in res.stderr, res.stderr
+    # Without the constant at all: "version none".
+    entry.write_text(text.replace(f"LOAD_CONTRACT_VERSION = {ours}\n", ""))
+    res = ge_run(g, "--log-level", "info", opp_path=("ops",))
+    assert res.returncode == 1 and f"is version none, this host reads version {ours}" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("length", [300, 4 << 20])
+def test_a_huge_unknown_op_type_is_reported_without_a_suggestion_search(ge_run, write_graph, length):
+    """No edit distance beyond 256 characters: the registered op_types are
+    listed instead (a 4 MiB op_type once took seconds to report)."""
+    g = write_graph([node("n0", "E2eCop" + "y" * length, ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g)
+    assert_failed_cleanly(res, "'n0'", "unknown op_type")
+    assert "did you mean" not in res.stderr and "registered op_types" in res.stderr, res.stderr[:2000]
+
+
+def test_a_typo_in_an_op_type_still_gets_its_suggestion(ge_run, write_graph):
+    g = write_graph([node("n0", "E2eCpy", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    assert_failed_cleanly(ge_run(g), "'n0'", "unknown op_type", "did you mean 'E2eCopy'")

@@ -34,6 +34,11 @@ import ge.custom_op as _custom_op
 from .custom_op import _host, _impl, _proto, proto as _proto_api
 from .custom_op._validate import validate_impl
 
+# The version of what these functions take and return, which the host checks
+# before its first call (share/docs/host-design.md, "The load contract"):
+# raised by one with every change to either side.
+LOAD_CONTRACT_VERSION = 1
+
 _INTERFACE_NAMES = ("eager_execute", "compilable", "annotated_args")
 
 
@@ -170,8 +175,7 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
         try:
             collected = _host.collect(before, library)
         except RuntimeError as exc:
-            if str(exc).startswith("canonical IR not found"):
-                exc.__ge_kind__ = "prototype"
+            if getattr(exc, "__ge_kind__", None) == "prototype":  # a missing prototype (_validate), told by data
                 op_type = getattr(exc, "__ge_op_type__", None)
                 note = _failed_library_note(failed_libraries, op_type) or _close_op_type_note(op_type, known)
                 if note:

@@ -69,11 +69,21 @@ std::size_t EditDistance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+// The longest op_type a suggestion is looked for: the edit distance costs
+// the product of the lengths, and no op_type a person types is longer.
+constexpr std::size_t kMaxSuggestChars = 256;
+
 // " (did you mean 'X'?)", or the registered op_types when there are few.
+// A known op_type is compared only when the lengths differ by less than the
+// distance allowed (which the length difference bounds from below), and
+// none when `wanted` is longer than kMaxSuggestChars.
 std::string SuggestOpType(const std::string& wanted, const std::vector<std::string>& known) {
   std::string best;
   std::size_t best_d = std::max<std::size_t>(2, wanted.size() / 4) + 1;
   for (const auto& k : known) {
+    if (wanted.size() > kMaxSuggestChars) break;
+    const std::size_t gap = wanted.size() > k.size() ? wanted.size() - k.size() : k.size() - wanted.size();
+    if (gap >= best_d) continue;
     const std::size_t d = EditDistance(wanted, k);
     if (d < best_d) {
       best_d = d;

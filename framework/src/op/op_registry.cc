@@ -5,6 +5,8 @@
 #include <iterator>
 #include <mutex>
 
+#include "ge/plugin/resolve.h"
+
 namespace ge {
 
 std::vector<std::string> CapabilityNames(uint32_t mask) {
@@ -35,8 +37,7 @@ Status OpRegistry::Register(OpRegistration reg) {
   std::unique_lock lock(mu_);
   auto it = ops_.find(reg.op_type);
   if (it != ops_.end()) {
-    return Status::Error("op_type '" + reg.op_type + "' from " + reg.source + " conflicts with the one from " +
-                         it->second.source + " (first in path order wins)");
+    return Status::Error(plugin::ConflictMessage(reg.op_type, reg.source, it->second.source, plugin::ConflictRule::kPathOrder));
   }
   std::string key = reg.op_type;
   ops_.emplace(std::move(key), std::move(reg));

@@ -123,10 +123,12 @@ std::optional<PluginStatus> ParseStatus(std::string_view name) {
 }
 
 std::string PluginError::OneLine() const {
-  if (file.empty() || line <= 0) return message;
+  std::string text = message;
+  for (const auto& n : notes) text += "; " + Text(n);
+  if (file.empty() || line <= 0) return text;
   const std::string at = "(at " + file + ":" + std::to_string(line) + ")";
-  if (message.find(at) != std::string::npos) return message;
-  return message + " " + at;
+  if (message.find(at) != std::string::npos) return text;
+  return text + " " + at;
 }
 
 std::vector<std::string> PluginRecord::OpTypes() const {
@@ -196,18 +198,6 @@ std::vector<std::string> OwnPrototypeOpTypes(const PluginRecord& r) {
   return out;
 }
 
-bool HasSplitPrototypeNote(const std::string& message) {
-  const std::string advice = kSplitAdvice;
-  return message.size() >= advice.size() &&
-         message.compare(message.size() - advice.size(), advice.size(), advice) == 0 &&
-         message.rfind(kSplitNoteStart) != std::string::npos;
-}
-
-std::string WithoutSplitPrototypeNote(const std::string& message) {
-  if (!HasSplitPrototypeNote(message)) return message;
-  return message.substr(0, message.rfind(kSplitNoteStart));
-}
-
 namespace {
 
 json OpToJson(const OpRecord& op, bool with_detail) {
@@ -248,10 +238,20 @@ json ToJson(const PluginRecord& r, bool with_detail) {
   }
   if (!r.error.traceback.empty()) j["details"] = Utf8Text(r.error.traceback);
   if (!r.error.op_type.empty()) j["error_op_type"] = Utf8Text(r.error.op_type);
+  if (!r.error.message.empty()) j["error_message"] = Utf8Text(r.error.message);
+  if (!r.error.notes.empty()) {
+    json n = json::array();
+    for (const auto& d : r.error.notes) n.push_back(ToJson(d));
+    j["error_notes"] = std::move(n);
+  }
   if (!r.warnings.empty()) {
-    json w = json::array();
-    for (const auto& x : r.warnings) w.push_back(Utf8Text(x));
+    json w = json::array(), typed = json::array();
+    for (const auto& d : r.warnings) {
+      w.push_back(Utf8Text(Text(d)));
+      typed.push_back(ToJson(d));
+    }
     j["warnings"] = std::move(w);
+    j["diagnostics"] = std::move(typed);
   }
   if (!r.conflicts_with.empty()) j["conflicts_with"] = PathText(r.conflicts_with);
   if (r.status == PluginStatus::kCrashed) {
@@ -283,7 +283,10 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
   in.String("version", r.version);
   in.String("description", r.description);
   in.String("isolation", r.isolation);
+  // The bare message when the record has detail ("error" is its one-line
+  // text, notes and location included), else that text.
   in.String("error", r.error.message);
+  in.String("error_message", r.error.message);
   in.String("error_kind", r.error.kind);
   in.String("error_type", r.error.exception);
   in.String("details", r.error.traceback);
@@ -298,7 +301,8 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
   std::string kind = "python";
   in.String("kind", kind);
   const json* protos = in.Array("prototypes", false);
-  const json* warnings = in.Array("warnings", false);
+  const json* diagnostics = in.Array("diagnostics", false);
+  const json* notes = in.Array("error_notes", false);
   const json* ops = in.Array("ops", false);
   const json* unprototyped = in.Array("unprototyped", false);
   const json* stamp = in.Object("stamp", stamp_required);
@@ -315,22 +319,26 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
     if (!sin.ok()) return fail(sin.problem());
     r.stamp = s;
   }
-  if (!r.error.file.empty() && r.error.line > 0) {
-    // "error" is the one-line form (ToJson writes OneLine()): keep the bare
-    // message, so that the location is not appended twice when written again.
-    const std::string at = " (at " + Utf8Text(r.error.file) + ":" + std::to_string(r.error.line) + ")";
-    std::string& m = r.error.message;
-    if (m.size() >= at.size() && m.compare(m.size() - at.size(), at.size(), at) == 0) m.resize(m.size() - at.size());
+  // "warnings" is the text of "diagnostics": the typed ones are read.
+  for (const auto& [field, list, out] : {std::tuple("diagnostics", diagnostics, &r.warnings),
+                                          std::tuple("error_notes", notes, &r.error.notes)}) {
+    if (list == nullptr) continue;
+    std::size_t i = 0;
+    for (const json& x : *list) {
+      std::string bad;
+      std::optional<Diagnostic> d = DiagnosticFromJson(x, &bad);
+      if (!d) return fail(std::string(field) + "[" + std::to_string(i) + "]: " + bad);
+      out->push_back(std::move(*d));
+      ++i;
+    }
   }
   if (r.path.empty()) return fail("field 'path' is empty");
   if (kind != "python" && kind != "op_library") return fail("field 'kind' has an unknown value '" + Abbreviate(kind) + "'");
   r.op_library = kind == "op_library";
-  for (const auto& [field, list, out] : {std::tuple("prototypes", protos, &r.prototypes),
-                                          std::tuple("warnings", warnings, &r.warnings)}) {
-    if (list == nullptr) continue;
-    for (const json& x : *list) {
-      if (!x.is_string()) return fail(std::string("field '") + field + "' must hold strings, got " + x.type_name());
-      out->push_back(x.get<std::string>());
+  if (protos != nullptr) {
+    for (const json& x : *protos) {
+      if (!x.is_string()) return fail(std::string("field 'prototypes' must hold strings, got ") + x.type_name());
+      r.prototypes.push_back(x.get<std::string>());
     }
   }
   if (!kIsolations.count(r.isolation)) return fail("field 'isolation' has an unknown value '" + Abbreviate(r.isolation) + "'");

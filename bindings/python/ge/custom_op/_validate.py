@@ -319,7 +319,11 @@ def validate_impl(descriptor: Any, method_name: str, proto: Any, newest: bool = 
                                f"(descriptor key {key}): expected a prototype registered with "
                                f"register_op(op_type='{op_type}') or by an op library (REG_OP), actual none"
                                + (f"; {hint}" if hint else ""))
-        missing.__ge_op_type__ = op_type  # for the host's note on a failed op library (ge._entry.collect)
+        # What the error is, as data: the host files it as a "prototype"
+        # error of this op_type (ge._entry.collect) and names, after it, a
+        # failed op library or the plugin with the prototype.
+        missing.__ge_kind__ = "prototype"
+        missing.__ge_op_type__ = op_type
         raise missing
     proto = canonical_ir(proto)
     if proto.op_type != op_type:

@@ -4,7 +4,7 @@
 // (ge/registry/verdicts.h). No Python.
 //
 // The cache is a stamped copy, never the truth: a plugin's files are. Format:
-// one JSON object {"format": "ge-plugin-registry-cache", "version": 2,
+// one JSON object {"format": "ge-plugin-registry-cache", "version": kCacheVersion,
 // "opp_path": [...], "written_unix": N, "plugins": [record...]} with each
 // record as ge::plugin::ToJson writes it (paths in the PathText spelling).
 #pragma once
@@ -23,7 +23,10 @@ inline constexpr const char* kCacheFormat = "ge-plugin-registry-cache";
 // 2: stamps carry ctime_ns and inodes, records error_kind. 4: a Python
 // plugin's records carry the prototypes it does not implement and
 // error_op_type (older caches are rescanned, not misread as having none).
-inline constexpr int kCacheVersion = 5;
+// 5: ops carry their release rules, records their unprototyped ops. 6:
+// warnings and error notes are typed diagnostics ("diagnostics",
+// "error_notes"), the error's bare message is "error_message".
+inline constexpr int kCacheVersion = 6;
 // The most a cache (and its listing index) may be: 1000 plugins take about
 // 5 MiB. Larger files, and anything that is not a regular file, are refused
 // (and rebuilt) without being read.

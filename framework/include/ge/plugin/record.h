@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ge/plugin/diagnostic.h"
+
 namespace ge::plugin {
 
 enum class PluginStatus {
@@ -48,8 +50,14 @@ struct PluginError {
   // The op_type the error is about, when it is one op_type's (kind
   // "prototype": the op_type whose prototype was not found), else "".
   std::string op_type;
+  // Facts about the error, each kept typed and said after the message
+  // (kSplitPrototype on a "prototype" error: which other plugin registers
+  // the prototype). `message` never holds them: the registry's resolver
+  // decides them afresh over the records.
+  std::vector<Diagnostic> notes;
   bool empty() const { return message.empty(); }
-  // "message (at file:line)" when a location is known and not already in the message.
+  // The one text of the error: "message; <note>... (at file:line)", the
+  // location when known and not already in the message.
   std::string OneLine() const;
 };
 
@@ -117,9 +125,10 @@ struct PluginRecord {
   // prototype, none being found: no node of their op_types runs until one is
   // registered (the engine's error says so). Their capabilities and rules as in `ops`.
   std::vector<OpRecord> unprototyped;
-  // What loaded but deserves a look: "the Python prototype of X in P replaces
-  // the C++ prototype from L", a prototype registered twice.
-  std::vector<std::string> warnings;
+  // What loaded but deserves a look (a Python prototype replacing or not
+  // replacing a C++ one, a library prototype registered first elsewhere,
+  // what an implementation's release rules say), typed; Text() says each.
+  std::vector<Diagnostic> warnings;
   std::optional<Stamp> stamp;
   // Scan verdicts.
   std::string conflicts_with;  // path of the earlier plugin (status conflict)
@@ -137,12 +146,12 @@ PluginRecord ProblemRecord(std::string name, std::string path, PluginStatus stat
 
 // A prototype and its implementation split over two plugins (each plugin has
 // its own registrations; share/docs/plugin-authors.md, "One plugin, one
-// registry"): the note the engine's host and the registry append, in one
-// wording, to the implementation's "canonical IR not found" (error kind
-// "prototype", PluginError::op_type) after "; ": "the prototype of op_type
-// 'X' is registered by plugin 'P' (path), another plugin: <how to fix it>".
-// `prototyped_by`: (name, path) of each plugin that prototypes `op_type`.
-inline constexpr const char* kSplitNoteStart = "; the prototype of op_type '";  // how an appended note begins
+// registry"): the text of a kSplitPrototype diagnostic, said after the
+// implementation's "canonical IR not found" (error kind "prototype",
+// PluginError::op_type) by the engine's host and the registry alike: "the
+// prototype of op_type 'X' is registered by plugin 'P' (path), another
+// plugin: <how to fix it>". `prototyped_by`: (name, path) of each plugin
+// that prototypes `op_type`.
 // The fix, also said of a plugin that only prototypes an op_type.
 inline constexpr const char* kSplitAdvice =
     "a prototype and its implementation must be in the same plugin (one file, or one package whose modules import "
@@ -173,17 +182,15 @@ std::vector<const OpRecord*> TakenOps(PluginRecord&& temporary) = delete;
 // it does not implement (`prototypes`) and its ops bound to no op library's.
 // Empty for an op library and for a plugin that is not ok.
 std::vector<std::string> OwnPrototypeOpTypes(const PluginRecord& r);
-// Whether `message` ends with such a note (after kSplitNoteStart), and the
-// message without it (unchanged when it has none).
-bool HasSplitPrototypeNote(const std::string& message);
-std::string WithoutSplitPrototypeNote(const std::string& message);
-
 // ---- JSON (the cache, the scanner protocol, the daemon, ge-plugin-ls --json) -------------
 // `with_detail`: prototypes and tracebacks too (the cache, `show`), else the
 // summary a listing prints: name, path, kind ("python" or "op_library"),
 // version, isolation, status, error, ops with op_type and capabilities (and
 // prototype_library when bound to one), prototypes (op_types, op libraries),
-// unprototyped (op objects as in ops).
+// unprototyped (op objects as in ops). With detail, the typed facts beside
+// their text: "error_message" (the bare message), "error_notes" and
+// "diagnostics" (ge/plugin/diagnostic.h ToJson, one per note and warning),
+// next to "error" and "warnings" (their text).
 nlohmann::json ToJson(const PluginRecord& r, bool with_detail = true);
 // The record a JSON object describes, or nullopt with `why` naming the field
 // that is missing, of the wrong type or out of range. `stamp_required`: a

@@ -1,0 +1,104 @@
+// resolve.cc: see ge/plugin/resolve.h.
+#include "ge/plugin/resolve.h"
+
+#include <map>
+#include <set>
+#include <utility>
+
+namespace ge::plugin {
+
+std::string ConflictMessage(const std::string& op_type, const std::string& path, const std::string& other,
+                            ConflictRule rule) {
+  const char* why = " (first in path order wins)";
+  switch (rule) {
+    case ConflictRule::kPathOrder:
+      break;
+    case ConflictRule::kBuiltin:
+      why = " (a built-in op cannot be replaced)";
+      break;
+    case ConflictRule::kFirstLibrary:
+      why = " (the first op library in path order wins)";
+      break;
+    case ConflictRule::kLibraryOverPython:
+      why = " (op libraries load before Python plugins: the library's op wins)";
+      break;
+  }
+  return "op_type '" + op_type + "' from " + path + " conflicts with the one from " + other + why;
+}
+
+std::vector<PluginRecord> Resolve(std::vector<PluginRecord> ordered) {
+  std::map<std::string, std::string> owner;  // op_type -> path
+  std::set<std::string> libraries;            // paths of op libraries that own ops
+  // Op libraries load before Python plugins (as in the engine's host), so
+  // their C++ ops win over Python implementations; path order within each.
+  std::vector<PluginRecord*> order;
+  for (auto& r : ordered) {
+    if (r.op_library) order.push_back(&r);
+  }
+  for (auto& r : ordered) {
+    if (!r.op_library) order.push_back(&r);
+  }
+  for (PluginRecord* rp : order) {
+    PluginRecord& r = *rp;
+    // A record keeps its scan verdict; conflicts over op_types are decided
+    // here, afresh (a conflict with a built-in op is the scan's verdict).
+    if (r.status == PluginStatus::kConflict && r.error.kind == "conflict" && (!r.ops.empty() || !r.unprototyped.empty()) &&
+        r.conflicts_with != "builtin") {
+      r.status = PluginStatus::kOk;
+      r.error = {};
+      r.conflicts_with.clear();
+    }
+    if (r.status != PluginStatus::kOk) continue;
+    bool clash = false;
+    // A legacy execute without a prototype takes its op_type too.
+    for (const OpRecord* op : TakenOps(r)) {
+      auto it = owner.find(op->op_type);
+      if (it == owner.end()) continue;
+      const ConflictRule rule = !libraries.count(it->second) ? ConflictRule::kPathOrder
+                                : r.op_library             ? ConflictRule::kFirstLibrary
+                                                           : ConflictRule::kLibraryOverPython;
+      r.status = PluginStatus::kConflict;
+      r.error = {};
+      r.error.kind = "conflict";
+      r.error.op_type = op->op_type;
+      r.error.message = ConflictMessage(op->op_type, r.path, it->second, rule);
+      r.conflicts_with = it->second;
+      clash = true;
+      break;
+    }
+    if (clash) continue;
+    for (const OpRecord* op : TakenOps(r)) owner[op->op_type] = r.path;
+    if (r.op_library) libraries.insert(r.path);
+  }
+  // A Python prototype of an op_type a library implements as a C++ custom op
+  // is not used (a scanner, lending prototypes only, cannot tell).
+  for (auto& r : ordered) {
+    if (r.op_library) continue;
+    for (auto& w : r.warnings) {
+      if (w.kind != DiagnosticKind::kPrototypeReplaced) continue;
+      auto it = owner.find(w.op_type);
+      if (it == owner.end() || !libraries.count(it->second)) continue;
+      w.kind = DiagnosticKind::kPrototypeUnused;
+      w.library = it->second;
+    }
+  }
+  // A prototype and its implementation split over two plugins: the
+  // implementation's "canonical IR not found" names the plugin(s) with the
+  // prototype. Decided afresh each time, like conflicts.
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> prototyped_by;  // op_type -> (name, path)
+  for (const auto& r : ordered) {
+    for (const auto& t : OwnPrototypeOpTypes(r)) prototyped_by[t].emplace_back(r.name, r.path);
+  }
+  for (auto& r : ordered) {
+    if (r.op_library || r.error.kind != "prototype") continue;
+    auto& notes = r.error.notes;
+    for (auto n = notes.begin(); n != notes.end();) {
+      n = n->kind == DiagnosticKind::kSplitPrototype ? notes.erase(n) : std::next(n);
+    }
+    auto it = r.error.op_type.empty() ? prototyped_by.end() : prototyped_by.find(r.error.op_type);
+    if (it != prototyped_by.end()) notes.push_back(SplitPrototype(r.error.op_type, it->second));
+  }
+  return ordered;
+}
+
+}  // namespace ge::plugin
