@@ -23,6 +23,7 @@
 #include "ge/plugin/resolve.h"
 #include "ge/text.h"
 #include "interpreter.h"
+#include "load_contract.h"
 #include "process_plugin.h"
 #include "process_worker.h"
 #include "py_ref.h"
@@ -129,7 +130,7 @@ std::vector<std::string> PendingOpTypes() {
 // The version of the load contract between this host and ge._entry: what
 // its functions take and return (share/docs/host-design.md, "The load
 // contract"). Raised by one each time either side changes it; both must agree.
-constexpr int kLoadContractVersion = 1;
+using py::kLoadContractVersion;  // bindings/native/load_contract.h
 
 // The one module the host calls into (bindings/python/ge/_entry.py), once
 // its LOAD_CONTRACT_VERSION is the one this host reads. Raises (a Python
@@ -154,6 +155,19 @@ bp::object Entry() {
 
 // A path as Python spells it (os.fsdecode): POSIX paths are bytes, and a
 // non-UTF-8 one must reach the plugin's import unchanged.
+// The native object a ge._entry function returned (bindings/native/load_contract.h),
+// owned with it; a Python TypeError naming the function when it is another type.
+template <typename T>
+std::shared_ptr<T> Contract(const bp::object& o, const char* function) {
+  bp::extract<std::shared_ptr<T>> got(o);
+  if (!got.check()) {
+    PyErr_Format(PyExc_TypeError, "ge._entry.%s returned %s, not the load contract's object (load contract version %d)",
+                 function, Py_TYPE(o.ptr())->tp_name, py::kLoadContractVersion);
+    bp::throw_error_already_set();
+  }
+  return got();
+}
+
 bp::object PathObject(const std::string& path) {
   PyObject* o = py::FsPathObject(path);
   if (o == nullptr) bp::throw_error_already_set();
@@ -553,12 +567,9 @@ struct PluginHost::Impl {
       for (const auto& [op_type, proto] : cpp_protos) library_irs[op_type] = py::SchemaToDict(*proto.schema);
       bp::dict failed_libraries;
       for (const auto& [op_type, lib] : failed_protos) failed_libraries[op_type] = bp::make_tuple(lib.first, lib.second);
-      bp::dict collected =
-          bp::extract<bp::dict>(entry.attr("collect")(c.name, before, l.sub, library_irs, failed_libraries));
-      bp::list impls = bp::extract<bp::list>(collected["impls"]);
-      bp::list own_protos = bp::extract<bp::list>(collected["protos"]);
-      for (Py_ssize_t i = 0; i < bp::len(own_protos); ++i) {
-        const std::string op_type = bp::extract<std::string>(own_protos[i]);
+      bp::object collected_obj = entry.attr("collect")(c.name, before, l.sub, library_irs, failed_libraries);
+      const std::shared_ptr<py::CollectedPlugin> collected = Contract<py::CollectedPlugin>(collected_obj, "collect");
+      for (const std::string& op_type : collected->protos) {
         l.own_protos.push_back(op_type);
         auto cpp = cpp_protos.find(op_type);
         if (cpp == cpp_protos.end()) continue;
@@ -574,23 +585,22 @@ struct PluginHost::Impl {
         log->warn("{}", TerminalSafe(plugin::Text(w)));
         l.report.warnings.push_back(std::move(w));
       }
-      bp::tuple shared = bp::extract<bp::tuple>(entry.attr("adapter_objects")());
-      for (Py_ssize_t i = 0; i < bp::len(impls); ++i) {
-        bp::dict impl = bp::extract<bp::dict>(impls[i]);
-        const std::string op_type = bp::extract<std::string>(impl["op_type"]);
-        const std::string key = bp::extract<std::string>(impl["descriptor_key"]);
-        const bool on_library = bp::extract<bool>(impl["library"]);
-        const std::string rules = bp::extract<std::string>(impl["rules"]);
-        const std::string call_name = bp::extract<std::string>(impl["call"]);
-        const std::optional<py::ExecuteCall> call = py::ParseExecuteCall(call_name);
-        if (!call) throw std::logic_error("ge._entry.collect gave execute call form '" + call_name + "'");
-        bp::list impl_warnings = bp::extract<bp::list>(impl["warnings"]);
-        for (Py_ssize_t k = 0; k < bp::len(impl_warnings); ++k) {
-          plugin::Diagnostic w = plugin::ReleaseRules(op_type, c.path, bp::extract<std::string>(impl_warnings[k])());
+      bp::object shared_obj = entry.attr("adapter_objects")();
+      const std::shared_ptr<py::AdapterObjects> shared = Contract<py::AdapterObjects>(shared_obj, "adapter_objects");
+      for (const std::shared_ptr<py::CollectedImpl>& impl_p : collected->impls) {
+        const py::CollectedImpl& impl = *impl_p;
+        const std::string& op_type = impl.op_type;
+        const std::string& key = impl.descriptor_key;
+        const bool on_library = impl.library;
+        const std::string& rules = impl.rules;
+        const std::optional<py::ExecuteCall> call = py::ParseExecuteCall(impl.call);
+        if (!call) throw std::logic_error("ge._entry.collect gave execute call form '" + impl.call + "'");
+        for (const std::string& said : impl.warnings) {
+          plugin::Diagnostic w = plugin::ReleaseRules(op_type, c.path, said);
           log->warn("{}", TerminalSafe(plugin::Text(w)));
           l.report.warnings.push_back(std::move(w));
         }
-        const std::string newest_refusal = bp::extract<std::string>(impl["newest_refusal"]);
+        const std::string& newest_refusal = impl.newest_refusal;
         if (rules == "newest" && !newest_refusal.empty()) {
           // Loads here (upstream's own earlier example does), refused by the
           // newest GE: logged; the record keeps the refusal (ge-plugin-ls --check).
@@ -600,7 +610,7 @@ struct PluginHost::Impl {
           said.newest_refusal = newest_refusal;
           log->warn("{}: {}", TerminalSafe(c.path), TerminalSafe(plugin::NewestRefusalNote(said)));
         }
-        if (bp::object(impl["ir"]).is_none()) {
+        if (impl.ir.is_none()) {
           // A legacy execute registered without a prototype: nothing a node
           // can run until one is registered, which the node's error says (Commit).
           plugin::OpRecord op;
@@ -623,20 +633,19 @@ struct PluginHost::Impl {
           l.bound.push_back(cpp.library);
           l.bound_infer.emplace_back(cpp.infer_shape, cpp.infer_datatype);
         } else {
-          schema = py::SchemaFromDict(impl["ir"]);
+          schema = py::SchemaFromDict(impl.ir);
           l.bound.emplace_back();
           l.bound_infer.emplace_back(nullptr, nullptr);
         }
-        bp::list interfaces = bp::extract<bp::list>(impl["interfaces"]);
-        for (Py_ssize_t k = 0; k < bp::len(interfaces); ++k) {
-          const std::string itf = bp::extract<std::string>(interfaces[k]);
+        for (const std::string& itf : impl.interfaces) {
           if (itf == "eager_execute") mask |= static_cast<uint32_t>(CustomOpCapability::kEagerExecute);
           if (itf == "compilable") mask |= static_cast<uint32_t>(CustomOpCapability::kCompilable);
           if (itf == "annotated_args") mask |= static_cast<uint32_t>(CustomOpCapability::kAnnotatedArgs);
         }
         l.made.push_back(std::make_shared<PythonOpAdapter>(
-            loaded, schema, mask, key, Keep(impl["cls"]), Keep(impl["proto"]), Keep(shared[0]), Keep(shared[1]),
-            Keep(shared[2]), Keep(impl["revalidate"]), Keep(shared[3]), *call, calls));
+            loaded, schema, mask, key, Keep(impl.cls), Keep(impl.proto), Keep(shared->call_infer_meta),
+            Keep(shared->execute_ctx), Keep(shared->compile_vars), Keep(impl.revalidate), Keep(shared->launch_ctx), *call,
+            calls));
         l.rules.push_back({rules, newest_refusal});
         l.keys.emplace_back(op_type, key);
       }

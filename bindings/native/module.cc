@@ -11,6 +11,7 @@
 
 #include "dispatch.h"
 #include "errors.h"
+#include "load_contract.h"
 #include "views.h"
 
 namespace bp = boost::python;
@@ -242,6 +243,7 @@ BOOST_PYTHON_MODULE(_ge_native) {
   RegisterLogLine();
   RegisterCompileViews();
   RegisterLaunchViews();
+  RegisterLoadContract();
   bp::def("_testing_compile", &TestingCompile,
           "Runs a bound compile on TensorDesc metadata as the engine does (ge.testing back end).");
   bp::def("_testing_declare", &TestingDeclare,

@@ -339,23 +339,29 @@ def test_a_plugin_name_that_fails_twice_is_noted_once(ge_run, write_graph, tmp_p
     assert res.stderr.endswith("ge-run: note: plugin(s) that failed to load (see the warnings above): twice\n"), res.stderr
 
 
-def test_a_ge_package_of_another_load_contract_is_named_with_both_versions(ge_run, write_graph, tmp_path, monkeypatch):
-    """The host checks ge._entry's LOAD_CONTRACT_VERSION before calling it
-    (share/docs/host-design.md, "The load contract"): a package from another
-    build fails each plugin's load with one error naming both versions."""
+def _other_ge_package(tmp_path, monkeypatch):
+    """A copy of the ge package under test, put on GE_PLUGIN_PYTHON_DIR for
+    ge-run; returns the path of its _entry.py to edit."""
     import os
-    import re
     import shutil
     here = os.environ.get("GE_PLUGIN_PYTHON_DIR")
     if not here:
         pytest.skip("GE_PLUGIN_PYTHON_DIR is not set (CTest sets it)")
     other = tmp_path / "other-python"
     shutil.copytree(here, other, ignore=shutil.ignore_patterns("__pycache__"))
-    entry = other / "ge" / "_entry.py"
+    monkeypatch.setenv("GE_PLUGIN_PYTHON_DIR", str(other))
+    return other / "ge" / "_entry.py"
+
+
+def test_a_ge_package_of_another_load_contract_is_named_with_both_versions(ge_run, write_graph, tmp_path, monkeypatch):
+    """The host checks ge._entry's LOAD_CONTRACT_VERSION before calling it
+    (share/docs/host-design.md, "The load contract"): a package from another
+    build fails each plugin's load with one error naming both versions."""
+    import re
+    entry = _other_ge_package(tmp_path, monkeypatch)
     text = entry.read_text()
     ours = int(re.search(r"^LOAD_CONTRACT_VERSION = (\d+)$", text, re.M).group(1))
     entry.write_text(text.replace(f"LOAD_CONTRACT_VERSION = {ours}\n", f"LOAD_CONTRACT_VERSION = {ours + 1}\n"))
-    monkeypatch.setenv("GE_PLUGIN_PYTHON_DIR", str(other))
     g = write_graph([node("n0", "E2eCopy", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
     res = ge_run(g, "--log-level", "info", opp_path=("ops",))
     assert res.returncode == 1, res.stderr
@@ -380,3 +386,17 @@ def test_a_huge_unknown_op_type_is_reported_without_a_suggestion_search(ge_run, 
 def test_a_typo_in_an_op_type_still_gets_its_suggestion(ge_run, write_graph):
     g = write_graph([node("n0", "E2eCpy", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
     assert_failed_cleanly(ge_run(g), "'n0'", "unknown op_type", "did you mean 'E2eCopy'")
+
+
+def test_an_entry_that_returns_another_shape_is_named_not_misread(ge_run, write_graph, tmp_path, monkeypatch):
+    """A ge._entry whose collect returns a dict (the old contract) under the
+    right version number: each plugin fails to load, naming the function."""
+    entry = _other_ge_package(tmp_path, monkeypatch)
+    text = entry.read_text()
+    assert "    return CollectedPlugin(impls=out, protos=sorted(irs))\n" in text
+    entry.write_text(text.replace("    return CollectedPlugin(impls=out, protos=sorted(irs))\n",
+                                  '    return {"impls": out, "protos": sorted(irs)}\n'))
+    g = write_graph([node("n0", "E2eCopy", ["x"])], ["n0:0"], inputs=[f32("x", [1.0])])
+    res = ge_run(g, "--log-level", "info", opp_path=("ops",))
+    assert res.returncode == 1, res.stderr
+    assert "ge._entry.collect returned dict, not the load contract's object" in res.stderr, res.stderr

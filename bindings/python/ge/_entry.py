@@ -8,12 +8,18 @@ in the interpreter of the plugin concerned, with the interpreter lock held:
   a standard or installed module (main interpreter);
 * ``import_plugin(name, path, is_package, subinterpreter)`` -> dict with the
   module's ``version``/``description`` and the registry ``before`` snapshot;
-* ``collect(name, before, subinterpreter, library_irs)`` -> dict with the
-  list of one dict per implementation (what the C++ op adapter binds) and the
-  op_types of the plugin's own prototypes;
+* ``collect(name, before, subinterpreter, library_irs)`` ->
+  ``_ge_native.CollectedPlugin``: one ``CollectedImpl`` per implementation
+  (what the C++ op adapter binds) and the op_types of the plugin's own
+  prototypes;
 * ``abandon(name, before, subinterpreter)`` -> None: undo a loaded plugin that
   the host does not register (an op_type conflict);
-* ``adapter_objects()`` -> the context variables and helpers the adapters call;
+* ``adapter_objects()`` -> ``_ge_native.AdapterObjects``: the context
+  variables and helpers the adapters call.
+
+What these take and return is versioned (``LOAD_CONTRACT_VERSION``, checked
+by the host before every call; share/docs/host-design.md, "The load
+contract"); the returned objects are native, their fields typed.
 * ``forget(name, keys)`` -> None: unload a main-interpreter plugin;
 * ``run_atexit_handlers(timeout)`` / ``join_threads(timeout, daemon)``: the
   bounded end of an interpreter; ``flush_streams()``: its plugins' last
@@ -28,6 +34,8 @@ the file-system encoding and ``surrogateescape`` (POSIX paths are bytes).
 """
 from _functools import partial  # functools.partial itself, without loading functools (and collections)
 
+from _ge_native import AdapterObjects, CollectedImpl, CollectedPlugin
+
 from . import _loader
 from ._loader import check_name, flush_streams, join_threads, read_metadata, run_atexit_handlers  # noqa: F401  (host entry points)
 import ge.custom_op as _custom_op
@@ -37,7 +45,7 @@ from .custom_op._validate import validate_impl
 # The version of what these functions take and return, which the host checks
 # before its first call (share/docs/host-design.md, "The load contract"):
 # raised by one with every change to either side.
-LOAD_CONTRACT_VERSION = 1
+LOAD_CONTRACT_VERSION = 2
 
 _INTERFACE_NAMES = ("eager_execute", "compilable", "annotated_args")
 
@@ -145,8 +153,9 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
     libraries that failed to load; a "canonical IR not found" for such an
     op_type says so.
 
-    Returns ``{"impls": [...], "protos": [op_type, ...]}``: the implementations,
-    sorted by op_type, as ``{"op_type", "descriptor_key", "cls", "ir" (the
+    Returns a ``CollectedPlugin(impls=[...], protos=[op_type, ...])``: the
+    implementations, sorted by op_type, as ``CollectedImpl`` objects with the
+    fields ``op_type, descriptor_key, cls, ir`` (the
     canonical IR as a dict; None for a legacy execute registered without
     one), "proto" (the OpProto object, None when bound to a C++ prototype),
     "library" (True when bound to a C++ prototype), "interfaces" (names among
@@ -155,8 +164,8 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
     "9.2.0-beta.2" or "newest": the release whose rules applied), "call"
     ("schema", "schema_any_result" or "context": how execute is called),
     "warnings" (list of str), "newest_refusal" (what the newest GE's rules
-    refuse, "" when nothing)}``; and the op_types of the prototypes this
-    plugin registered itself.
+    refuse, "" when nothing)`` (bindings/native/load_contract.h); and the
+    op_types of the prototypes this plugin registered itself.
     Raises the validation error (TypeError, RuntimeError, ValueError) after
     undoing the plugin's registrations; RuntimeError "canonical IR not found
     ..." (``__ge_kind__`` "prototype") when an implementation has a prototype
@@ -202,35 +211,36 @@ def collect(name, before, subinterpreter, library_irs=None, failed_libraries=Non
                 exc.__ge_kind__ = "prototype"
                 exc.__ge_op_type__ = op_type
                 raise exc
-            out.append({
-                "op_type": op_type,
-                "descriptor_key": key,
-                "cls": impl["cls"],
-                "ir": ir,
-                "proto": proto,
-                "library": bound,
-                "interfaces": [i for i in impl["interfaces"] if i in _INTERFACE_NAMES],
+            out.append(CollectedImpl(
+                op_type=op_type,
+                descriptor_key=key,
+                cls=impl["cls"],
+                ir=ir,
+                proto=proto,
+                library=bound,
+                interfaces=[i for i in impl["interfaces"] if i in _INTERFACE_NAMES],
                 # compile is validated again before every call (share/docs/plugin-authors.md, "The implementation").
-                "revalidate": partial(validate_impl, descriptor, "compile",
-                                      library[op_type] if bound else proto),
+                revalidate=partial(validate_impl, descriptor, "compile", library[op_type] if bound else proto),
                 # Which release's rules applied (share/docs/plugin-authors.md,
                 # "Plugins from earlier GE releases") and what follows from them.
-                "rules": decided.rules,
-                "call": decided.call,
-                "warnings": list(decided.warnings),
-                "newest_refusal": decided.newest_refusal,
-            })
+                rules=decided.rules,
+                call=decided.call,
+                warnings=list(decided.warnings),
+                newest_refusal=decided.newest_refusal,
+            ))
     except BaseException as exc:
         _note_op_types(exc, before, attempted)
         abandon(name, before, subinterpreter)
         raise
-    return {"impls": out, "protos": sorted(irs)}
+    return CollectedPlugin(impls=out, protos=sorted(irs))
 
 
 def adapter_objects():
-    """``(call_infer_meta, execute ctx var, (compile ctx var, platform var), launch ctx var)``."""
-    return (_proto.call_infer_meta, _custom_op._EXECUTE_CTX,
-            (_custom_op._COMPILE_CTX, _custom_op._COMPILE_PLATFORM), _custom_op._LAUNCH_CTX)
+    """The objects every adapter of this interpreter calls, as the host's
+    ``_ge_native.AdapterObjects`` (fields by name)."""
+    return AdapterObjects(call_infer_meta=_proto.call_infer_meta, execute_ctx=_custom_op._EXECUTE_CTX,
+                          compile_vars=(_custom_op._COMPILE_CTX, _custom_op._COMPILE_PLATFORM),
+                          launch_ctx=_custom_op._LAUNCH_CTX)
 
 
 def forget(name, keys):
