@@ -387,6 +387,24 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
   }
   // Conflicts among the checked plugins themselves (an opp folder), in path order.
   records = ResolveConflicts(std::move(records));
+  // What the installed op libraries decide about the checked plugins' prototypes
+  // (a Python prototype of an op_type a library implements as a C++ custom op
+  // is not used; a library prototype an earlier library registers is
+  // shadowed): the same resolver over those libraries and the checked
+  // plugins, of which only the warnings are taken (conflicts with installed
+  // plugins are problems below, named from the plugin's side).
+  {
+    std::set<std::string> checked;
+    for (const auto& r : records) checked.insert(r.path);
+    std::vector<plugin::PluginRecord> view;
+    for (const auto& lib : installed_libraries) {
+      if (!checked.count(lib.path)) view.push_back(lib);
+    }
+    const std::size_t first = view.size();
+    view.insert(view.end(), records.begin(), records.end());
+    view = ResolveConflicts(std::move(view));
+    for (std::size_t i = 0; i < records.size(); ++i) records[i].warnings = view[first + i].warnings;
+  }
   // The other half of an implementation whose prototype is "not found"
   // (share/docs/plugin-authors.md, "One plugin, one registry"): among the
   // checked plugins ResolveConflicts has named it already; among the

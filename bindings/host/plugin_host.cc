@@ -138,17 +138,34 @@ using py::kLoadContractVersion;  // bindings/native/load_contract.h
 // comes from another build: "got version X, this host reads version Y".
 bp::object Entry() {
   bp::object entry = bp::import("ge._entry");
-  bp::object declared = bp::getattr(entry, "LOAD_CONTRACT_VERSION", bp::object());
-  bp::extract<int> version(declared);
-  if (!declared.is_none() && version.check() && version() == kLoadContractVersion) return entry;
-  const std::string file = bp::extract<std::string>(bp::str(bp::getattr(entry, "__file__", bp::str("?"))));
-  const std::string got = declared.is_none() ? std::string("none") : bp::extract<std::string>(bp::str(declared))();
-  PyErr_SetString(PyExc_RuntimeError,
-                  ("the ge package's load contract (" + file + ", LOAD_CONTRACT_VERSION) is version " + got +
-                   ", this host reads version " + std::to_string(kLoadContractVersion) +
-                   ": the ge package and the host come from different builds; install them together "
-                   "(or point GE_PLUGIN_PYTHON_DIR at the package built with this host)")
-                      .c_str());
+  // Read with the C API, every failure kept inside: a version that is no int
+  // (a str, a bool, an object whose __str__ or __getattr__ raises) or one
+  // beyond long long is "another version", described, never a second error.
+  PyObject* declared = PyObject_GetAttrString(entry.ptr(), "LOAD_CONTRACT_VERSION");
+  bp::handle<> held(bp::allow_null(declared));
+  long long version = -1;
+  int overflow = 0;
+  if (declared != nullptr && PyLong_CheckExact(declared)) version = PyLong_AsLongLongAndOverflow(declared, &overflow);
+  PyErr_Clear();
+  if (declared != nullptr && PyLong_CheckExact(declared) && overflow == 0 && version == kLoadContractVersion) return entry;
+  std::string got = "none";
+  if (declared != nullptr) {
+    bp::handle<> repr(bp::allow_null(PyObject_Repr(declared)));
+    const char* text = repr ? PyUnicode_AsUTF8(repr.get()) : nullptr;
+    got = text != nullptr ? Abbreviate(TerminalSafe(text), 80) : std::string("an object without a repr");
+    PyErr_Clear();
+  }
+  std::string file = "?";
+  if (bp::handle<> f(bp::allow_null(PyObject_GetAttrString(entry.ptr(), "__file__"))); f) {
+    if (const char* text = PyUnicode_Check(f.get()) ? PyUnicode_AsUTF8(f.get()) : nullptr) file = text;
+  }
+  PyErr_Clear();
+  const std::string message = "the ge package's load contract (" + file + ", LOAD_CONTRACT_VERSION) is version " + got +
+                              ", this host reads version " + std::to_string(kLoadContractVersion) +
+                              ": the ge package and the host come from different builds; install them together "
+                              "(or point GE_PLUGIN_PYTHON_DIR at the package built with this host)";
+  bp::object text(bp::handle<>(PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "replace")));
+  PyErr_SetObject(PyExc_RuntimeError, text.ptr());
   bp::throw_error_already_set();
   return entry;
 }
@@ -654,11 +671,13 @@ struct PluginHost::Impl {
       Fail(l, py::FetchPythonError(c.name, c.path, "validation"), "validation");
       return;
     }
-    // First in path order wins: a plugin defining an op_type that is already
-    // registered is a conflict naming both files, and registers nothing.
-    // (The registry lock is a leaf lock: its holders never call Python.)
+    // An op_type registered by no plugin or op library of this host (a
+    // built-in op, the engine's own) cannot be replaced: a conflict naming
+    // both, and the plugin registers nothing. Between plugins and libraries
+    // the resolver decides (LoadBatch). (The registry lock is a leaf lock:
+    // its holders never call Python.)
     for (const auto& a : l.made) {
-      if (auto existing = registry.Find(a->GetSchema().op_type)) {
+      if (auto existing = ForeignRegistration(a->GetSchema().op_type)) {
         l.report.conflicts_with = existing->source;
         Stop(l, plugin::PluginStatus::kConflict, "conflict",
              plugin::ConflictMessage(a->GetSchema().op_type, c.path, existing->source, ConflictRule(existing->source)));
@@ -729,7 +748,7 @@ struct PluginHost::Impl {
       l.made.push_back(std::make_shared<ProcessOpProxy>(worker, info, calls));
     }
     for (const auto& a : l.made) {
-      if (auto existing = registry.Find(a->GetSchema().op_type)) {
+      if (auto existing = ForeignRegistration(a->GetSchema().op_type)) {
         r.conflicts_with = existing->source;
         Stop(l, plugin::PluginStatus::kConflict, "conflict",
              plugin::ConflictMessage(a->GetSchema().op_type, c.path, existing->source, ConflictRule(existing->source)));
@@ -763,25 +782,59 @@ struct PluginHost::Impl {
     }
   }
 
-  // Registers a loaded plugin's ops, all or nothing (outside any interpreter:
-  // the registry lock is taken here). On a conflict the plugin is dropped.
-  // The first op_type of `l` an earlier plugin took that the registry cannot
-  // tell (Register refuses the others): one taken by a legacy execute without
-  // a prototype, or, for such an op of `l`, one registered. {op_type, that
-  // plugin's path}, or empty strings when none.
-  std::pair<std::string, std::string> TakenWithoutPrototype(const Loading& l) const {
-    for (const auto& a : l.made) {
-      auto it = unprototyped_owner.find(a->GetSchema().op_type);
-      if (it != unprototyped_owner.end()) return {it->first, it->second.second};
-    }
-    for (const auto& op : l.report.unprototyped) {
-      auto it = unprototyped_owner.find(op.op_type);
-      if (it != unprototyped_owner.end()) return {it->first, it->second.second};
-      if (auto existing = registry.Find(op.op_type)) return {op.op_type, existing->source};
-    }
-    return {};
+  // The registration of `op_type` when neither a plugin nor an op library of
+  // this host made it (a built-in op, one the engine registered itself): the
+  // records know nothing of it, so the resolver cannot decide it.
+  std::optional<OpRegistration> ForeignRegistration(const std::string& op_type) const {
+    auto existing = registry.Find(op_type);
+    if (!existing || std::find(sources.begin(), sources.end(), existing->source) != sources.end()) return std::nullopt;
+    return existing;
   }
 
+  // Who takes each op_type of the batch, decided by the one resolver
+  // (ge/plugin/resolve.h) over the records of what this host registered so
+  // far (op libraries first, then plugins, path order within each) and of
+  // the batch's plugins that loaded: a plugin that loses an op_type (one it
+  // implements, or one its legacy execute takes without a prototype) is a
+  // conflict naming the winner, and registers nothing.
+  void ResolveBatch(std::vector<Loading>& batch, const std::vector<PluginReport>& libraries) {
+    std::vector<plugin::PluginRecord> view;
+    const std::set<std::string> registered(sources.begin(), sources.end());
+    for (const std::vector<PluginReport>* list : {&std::as_const(reports), &libraries}) {
+      for (const auto& r : *list) {
+        if (r.ok() && registered.count(r.path)) view.push_back(r);
+      }
+    }
+    const std::size_t first = view.size();
+    std::vector<Loading*> loading;
+    for (auto& l : batch) {
+      if (!l.go_on) continue;
+      plugin::PluginRecord r;
+      r.name = l.plugin.name;
+      r.path = l.plugin.path;
+      r.status = plugin::PluginStatus::kOk;
+      r.ops = OpRecordsOf(l);
+      r.unprototyped = l.report.unprototyped;
+      view.push_back(std::move(r));
+      loading.push_back(&l);
+    }
+    view = plugin::Resolve(std::move(view));
+    for (std::size_t i = 0; i < loading.size(); ++i) {
+      const plugin::PluginRecord& verdict = view[first + i];
+      if (verdict.status != plugin::PluginStatus::kConflict) continue;
+      Loading& l = *loading[i];
+      l.report.conflicts_with = verdict.conflicts_with;
+      Stop(l, plugin::PluginStatus::kConflict, "conflict", verdict.error.message);
+      l.report.error.op_type = verdict.error.op_type;
+      l.report.ops = OpRecordsOf(l);
+      NoteAttempted(l);
+      l.made.clear();  // releases the adapters (each in its interpreter), then the sub-interpreter or worker
+      if (!l.sub && !l.process) ForgetMain(l.plugin.name, l.keys);
+    }
+  }
+
+  // Registers a loaded plugin's ops, all or nothing (outside any interpreter:
+  // the registry lock is taken here); ResolveBatch has decided its op_types.
   // Every op_type `l` would have provided, for the note on a plugin not loaded.
   void NoteAttempted(Loading& l) {
     for (const auto& m : l.made) l.attempted.push_back(m->GetSchema().op_type);
@@ -790,16 +843,6 @@ struct PluginHost::Impl {
 
   void Commit(Loading& l) {
     PluginReport& r = l.report;
-    if (auto [op_type, other] = TakenWithoutPrototype(l); !op_type.empty()) {
-      r.conflicts_with = other;
-      Stop(l, plugin::PluginStatus::kConflict, "conflict",
-           plugin::ConflictMessage(op_type, l.plugin.path, other, ConflictRule(other)));
-      r.ops = OpRecordsOf(l);
-      NoteAttempted(l);
-      l.made.clear();
-      if (!l.sub && !l.process) ForgetMain(l.plugin.name, l.keys);
-      return;  // LoadBatch logs it
-    }
     std::vector<std::string> done;
     for (std::size_t i = 0; i < l.made.size(); ++i) {
       const auto& a = l.made[i];
@@ -865,6 +908,7 @@ struct PluginHost::Impl {
         if (l.go_on && ((l.sub || l.process) == (pass == 1))) Import(l);
       }
     }
+    ResolveBatch(batch, out);
     for (auto& l : batch) {
       if (l.go_on) Commit(l);
     }

@@ -392,11 +392,58 @@ BOOST_AUTO_TEST_CASE(a_malformed_diagnostic_names_its_field) {
   BOOST_CHECK_MESSAGE(why.find("field 'kind' has an unknown value 'gossip'") != std::string::npos, why);
   BOOST_CHECK(!ge::plugin::DiagnosticFromJson({{"kind", "prototype_replaced"}, {"op_type", 3}}, &why));
   BOOST_CHECK_MESSAGE(why.find("field 'op_type' must be a string") != std::string::npos, why);
-  BOOST_CHECK(!ge::plugin::DiagnosticFromJson({{"kind", "split_prototype"}}, &why));
+  BOOST_CHECK(!ge::plugin::DiagnosticFromJson({{"kind", "split_prototype"}, {"op_type", "X"}}, &why));
   BOOST_CHECK_MESSAGE(why.find("'prototyped_by'") != std::string::npos, why);
-  nlohmann::json r = {{"path", "/p.py"}, {"status", "error"}, {"diagnostics", {{{"kind", 1}}}}};
+  nlohmann::json r = {{"path", "/p.py"}, {"status", "error"}, {"warnings", {"w"}}, {"diagnostics", {{{"kind", 1}}}}};
   BOOST_CHECK(!ge::plugin::FromJson(r, &why));
   BOOST_CHECK_MESSAGE(why.find("diagnostics[0]: diagnostic: field 'kind' must be a string") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(a_record_whose_typed_and_text_fields_disagree_is_refused) {
+  using namespace ge::plugin;
+  std::string why;
+  // A kind's text needs its fields: one without is refused, not shown as "op_type ''".
+  BOOST_CHECK(!DiagnosticFromJson({{"kind", "prototype_replaced"}}, &why));
+  BOOST_CHECK_MESSAGE(why.find("(prototype_replaced): field 'op_type' is missing or empty") != std::string::npos, why);
+  BOOST_CHECK(!DiagnosticFromJson({{"kind", "split_prototype"}, {"op_type", "X"}, {"prototyped_by", nlohmann::json::array()}}, &why));
+  BOOST_CHECK_MESSAGE(why.find("'prototyped_by' is empty") != std::string::npos, why);
+  PluginRecord r = ProblemRecord("acts", "/o/acts.py", PluginStatus::kError, "prototype", "/o/acts.py: not found");
+  r.warnings.push_back(ReleaseRules("A", "/o/acts.py", "said"));
+  r.error.notes.push_back(SplitPrototype("A", {{"p", "/o/p.py"}}));
+  const nlohmann::json good = ToJson(r);
+  BOOST_REQUIRE(FromJson(good, &why));
+  nlohmann::json bad = good;
+  bad.erase("diagnostics");  // the text without the fact (another format, a damaged cache)
+  BOOST_CHECK(!FromJson(bad, &why));
+  BOOST_CHECK_MESSAGE(why.find("field 'warnings' holds 1 text(s) but 'diagnostics' 0") != std::string::npos, why);
+  bad = good;
+  bad.erase("error_message");  // "error" holds the notes already: they would be said twice
+  BOOST_CHECK(!FromJson(bad, &why));
+  BOOST_CHECK_MESSAGE(why.find("'error_notes' without 'error_message'") != std::string::npos, why);
+  bad = good;
+  bad["error_message"] = "";
+  BOOST_CHECK(!FromJson(bad, &why));
+  BOOST_CHECK_MESSAGE(why.find("'error_notes' on a record without an error message") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(the_resolver_says_which_library_prototype_is_shadowed_afresh) {
+  using namespace ge::plugin;
+  auto library = [](std::string path, std::vector<std::string> protos) {
+    PluginRecord r;
+    r.name = path;
+    r.path = std::move(path);
+    r.status = PluginStatus::kOk;
+    r.op_library = true;
+    r.prototypes = std::move(protos);
+    return r;
+  };
+  std::vector<PluginRecord> out = Resolve({library("/o/liba.so", {"Scale"}), library("/o/libb.so", {"Scale", "Own"})});
+  BOOST_CHECK(out[0].warnings.empty());
+  BOOST_REQUIRE_EQUAL(out[1].warnings.size(), 1u);
+  BOOST_CHECK(out[1].warnings[0] == LibraryPrototypeShadowed("Scale", "/o/libb.so", "/o/liba.so"));
+  // Again (every refresh): said once; once the first library is gone, not at all.
+  BOOST_CHECK_EQUAL(Resolve(out)[1].warnings.size(), 1u);
+  BOOST_CHECK(Resolve({out[1]})[0].warnings.empty());
 }
 
 BOOST_AUTO_TEST_CASE(the_resolver_decides_conflicts_unused_prototypes_and_splits_from_data) {

@@ -367,6 +367,19 @@ def test_a_ge_package_of_another_load_contract_is_named_with_both_versions(ge_ru
     assert res.returncode == 1, res.stderr
     assert f"is version {ours + 1}, this host reads version {ours}" in res.stderr, res.stderr
     assert str(entry) in res.stderr, res.stderr
+    # A value of another type, or one no C long holds, is described, never a second error.
+    for value, said in [('"2"', "'2'"), ("2**40", str(2**40)), ("10**30", str(10**30)), ("True", "True"),
+                        ('"2\\x00tail"', "'2\\x00tail'")]:
+        entry.write_text(text.replace(f"LOAD_CONTRACT_VERSION = {ours}\n", f"LOAD_CONTRACT_VERSION = {value}\n"))
+        res = ge_run(g, "--log-level", "info", opp_path=("ops",))
+        assert res.returncode == 1, res.stderr
+        assert f"is version {said}, this host reads version {ours}: " in res.stderr, (value, res.stderr)
+    entry.write_text(text.replace(f"LOAD_CONTRACT_VERSION = {ours}\n",
+                                  "class _V:\n    def __repr__(self): raise RuntimeError('repr boom')\n"
+                                  "LOAD_CONTRACT_VERSION = _V()\n"))
+    res = ge_run(g, "--log-level", "info", opp_path=("ops",))
+    assert res.returncode == 1 and f"is version an object without a repr, this host reads version {ours}" in res.stderr, \
+        res.stderr
     # Without the constant at all: "version none".
     entry.write_text(text.replace(f"LOAD_CONTRACT_VERSION = {ours}\n", ""))
     res = ge_run(g, "--log-level", "info", opp_path=("ops",))

@@ -76,6 +76,10 @@ def test_a_python_prototype_of_a_cpp_custom_op_is_not_used_and_both_say_so(opp, 
     write(root / "proto_neg.py", PROTO_ONLY_AND_OTHER.format(op="NegCpp"))
     check = run_ls("--check", str(root)).stdout
     assert "is not used: op library" in check and "replaces the C++ prototype" not in check, check
+    # --check of the plugin alone, the library installed: the installed
+    # library's custom op decides it the same way (the one resolver).
+    alone = run_ls("--opp-path", f"{root}:{opp}", "--check", str(opp / "proto_neg.py")).stdout
+    assert "is not used: op library" in alone and "replaces the C++ prototype" not in alone, alone
 
 
 def test_a_python_impl_of_a_cpp_custom_op_states_the_true_rule_and_lists_its_ops(opp, tmp_path):

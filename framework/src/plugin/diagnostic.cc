@@ -105,6 +105,29 @@ std::optional<Diagnostic> DiagnosticFromJson(const json& j, std::string* why) {
                                           std::tuple("cause", &d.cause, false)}) {
     if (!text_field(key, *out, is_path)) return fail(std::string("diagnostic: field '") + key + "' must be a string (a path spelling for paths)");
   }
+  // The fields each kind's text says may not be missing (a hand-edited or
+  // damaged cache is refused, not shown as "op_type ''").
+  std::vector<std::pair<const char*, const std::string*>> needed;
+  switch (d.kind) {
+    case DiagnosticKind::kPrototypeReplaced:
+    case DiagnosticKind::kPrototypeUnused:
+      needed = {{"op_type", &d.op_type}, {"plugin", &d.plugin}, {"path", &d.path}, {"library", &d.library}};
+      break;
+    case DiagnosticKind::kLibraryPrototypeShadowed:
+      needed = {{"op_type", &d.op_type}, {"path", &d.path}, {"library", &d.library}};
+      break;
+    case DiagnosticKind::kReleaseRules:
+      needed = {{"path", &d.path}, {"cause", &d.cause}};
+      break;
+    case DiagnosticKind::kSplitPrototype:
+      needed = {{"op_type", &d.op_type}};
+      break;
+  }
+  for (const auto& [key, value] : needed) {
+    if (value->empty()) {
+      return fail(std::string("diagnostic (") + std::string(KindName(d.kind)) + "): field '" + key + "' is missing or empty");
+    }
+  }
   if (d.kind == DiagnosticKind::kSplitPrototype) {
     auto by = j.find("prototyped_by");
     if (by == j.end() || !by->is_array()) return fail("diagnostic: field 'prototyped_by' must be an array");
@@ -116,6 +139,7 @@ std::optional<Diagnostic> DiagnosticFromJson(const json& j, std::string* why) {
       if (!path) return fail("diagnostic: 'prototyped_by' path is not a path spelling");
       d.prototyped_by.emplace_back(p["name"].get<std::string>(), std::move(*path));
     }
+    if (d.prototyped_by.empty()) return fail("diagnostic (split_prototype): field 'prototyped_by' is empty");
   }
   return d;
 }

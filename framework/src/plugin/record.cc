@@ -319,7 +319,18 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
     if (!sin.ok()) return fail(sin.problem());
     r.stamp = s;
   }
-  // "warnings" is the text of "diagnostics": the typed ones are read.
+  // "warnings" is the text of "diagnostics": the typed ones are read, and
+  // one without the other (a record of another format, a damaged one) is refused.
+  const json* warning_texts = in.Array("warnings", false);
+  if (!in.ok()) return fail(in.problem());
+  const std::size_t texts = warning_texts ? warning_texts->size() : 0, typed = diagnostics ? diagnostics->size() : 0;
+  if (texts != typed) {
+    return fail("field 'warnings' holds " + std::to_string(texts) + " text(s) but 'diagnostics' " + std::to_string(typed) +
+                " (each warning is both)");
+  }
+  if (notes != nullptr && !notes->empty() && !j.contains("error_message")) {
+    return fail("field 'error_notes' without 'error_message' (the notes follow the error's own message)");
+  }
   for (const auto& [field, list, out] : {std::tuple("diagnostics", diagnostics, &r.warnings),
                                           std::tuple("error_notes", notes, &r.error.notes)}) {
     if (list == nullptr) continue;
@@ -331,6 +342,9 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
       out->push_back(std::move(*d));
       ++i;
     }
+  }
+  if (!r.error.notes.empty() && r.error.message.empty()) {
+    return fail("field 'error_notes' on a record without an error message");
   }
   if (r.path.empty()) return fail("field 'path' is empty");
   if (kind != "python" && kind != "op_library") return fail("field 'kind' has an unknown value '" + Abbreviate(kind) + "'");

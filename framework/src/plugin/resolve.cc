@@ -70,6 +70,22 @@ std::vector<PluginRecord> Resolve(std::vector<PluginRecord> ordered) {
     for (const OpRecord* op : TakenOps(r)) owner[op->op_type] = r.path;
     if (r.op_library) libraries.insert(r.path);
   }
+  // An op library's prototype of an op_type an earlier op library (path
+  // order) prototypes is not used: decided afresh (a scanner sees one
+  // library at a time and cannot tell).
+  std::map<std::string, std::string> first_prototype;  // op_type -> library path
+  for (auto& r : ordered) {
+    if (!r.op_library) continue;
+    auto& w = r.warnings;
+    for (auto it = w.begin(); it != w.end();) {
+      it = it->kind == DiagnosticKind::kLibraryPrototypeShadowed ? w.erase(it) : std::next(it);
+    }
+    if (!r.ok()) continue;
+    for (const auto& t : r.prototypes) {
+      auto [it, fresh] = first_prototype.emplace(t, r.path);
+      if (!fresh && it->second != r.path) w.push_back(LibraryPrototypeShadowed(t, r.path, it->second));
+    }
+  }
   // A Python prototype of an op_type a library implements as a C++ custom op
   // is not used (a scanner, lending prototypes only, cannot tell).
   for (auto& r : ordered) {

@@ -38,7 +38,9 @@ std::string ConflictMessage(const std::string& op_type, const std::string& path,
 // "conflict" (error kind "conflict", op_type, conflicts_with, the message
 // above); an earlier conflict verdict of the resolver is taken afresh (one
 // with a built-in op stays). Warnings kPrototypeReplaced become
-// kPrototypeUnused where an op library owns the op_type as a C++ custom op; every
+// kPrototypeUnused where an op library owns the op_type as a C++ custom op;
+// an ok op library's prototype of an op_type an earlier one prototypes gets
+// kLibraryPrototypeShadowed (afresh); every
 // "prototype" error gets its kSplitPrototype note afresh from the plugins
 // that prototype its op_type themselves (OwnPrototypeOpTypes). Returns the
 // records in the same order.
