@@ -912,6 +912,7 @@ struct PluginHost::Impl {
     for (auto& l : batch) {
       if (l.go_on) Commit(l);
     }
+    NoteSplits(batch, out);
     for (auto& l : batch) {
       if (!l.go_on) {
         NoteNotLoaded(l);
@@ -930,9 +931,10 @@ struct PluginHost::Impl {
   // would have served it and why it did not (over a prototype-only plugin's
   // note: the split advice would mislead).
   void NoteNotLoaded(Loading& l) {
-    const std::optional<plugin::Diagnostic> note = SplitNote(l);
-    const std::string split = note ? plugin::Text(*note) : std::string();
-    if (note) l.report.error.notes.push_back(*note);
+    std::string split;  // NoteSplits' note, when there is one
+    for (const auto& n : l.report.error.notes) {
+      if (n.kind == plugin::DiagnosticKind::kSplitPrototype) split = plugin::Text(n);
+    }
     if (l.attempted.empty()) return;
     const std::string why = "plugin '" + l.plugin.name + "' (" + l.plugin.path + "), which implements it, was not loaded" +
                             (split.empty() ? " (" + std::string(plugin::StatusName(l.report.status)) +
@@ -997,15 +999,25 @@ struct PluginHost::Impl {
   }
 
 
-  // "the prototype of op_type 'X' is registered by plugin 'P' (path), another
-  // plugin: <advice>" for a plugin that failed with "canonical IR not found"
-  // for an op_type another loaded plugin prototypes; "" otherwise.
-  std::optional<plugin::Diagnostic> SplitNote(const Loading& l) const {
-    const std::string& op_type = l.report.error.op_type;
-    if (l.report.error.kind != "prototype" || op_type.empty()) return std::nullopt;
-    auto it = python_protos.find(op_type);
-    if (it == python_protos.end()) return std::nullopt;
-    return plugin::SplitPrototype(op_type, it->second);
+  // The notes after the errors of the batch's plugins that were not loaded
+  // (the plugin with the other half of a split prototype: an
+  // implementation's "canonical IR not found" for an op_type another loaded
+  // plugin prototypes), decided by the one resolver (ge/plugin/resolve.h)
+  // over the records of what is registered and of the batch.
+  void NoteSplits(std::vector<Loading>& batch, const std::vector<PluginReport>& libraries) {
+    std::vector<plugin::PluginRecord> view;
+    const std::set<std::string> registered(sources.begin(), sources.end());
+    for (const std::vector<PluginReport>* list : {&std::as_const(reports), &libraries}) {
+      for (const auto& r : *list) {
+        if (r.ok() && registered.count(r.path)) view.push_back(r);
+      }
+    }
+    const std::size_t first = view.size();
+    for (const auto& l : batch) view.push_back(l.report);
+    view = plugin::Resolve(std::move(view));
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!batch[i].go_on) batch[i].report.error.notes = view[first + i].error.notes;
+    }
   }
 
   // ---- op libraries (share/docs/op-packages.md) ----
