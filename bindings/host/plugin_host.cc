@@ -791,6 +791,20 @@ struct PluginHost::Impl {
     return existing;
   }
 
+  // The records of what this host has registered: earlier batches' and
+  // `libraries` (this batch's op libraries), those that are ok and still
+  // registered (not unloaded since).
+  std::vector<plugin::PluginRecord> RegisteredRecords(const std::vector<PluginReport>& libraries) const {
+    std::vector<plugin::PluginRecord> view;
+    const std::set<std::string> registered(sources.begin(), sources.end());
+    for (const std::vector<PluginReport>* list : {&reports, &libraries}) {
+      for (const auto& r : *list) {
+        if (r.ok() && registered.count(r.path)) view.push_back(r);
+      }
+    }
+    return view;
+  }
+
   // Who takes each op_type of the batch, decided by the one resolver
   // (ge/plugin/resolve.h) over the records of what this host registered so
   // far (op libraries first, then plugins, path order within each) and of
@@ -798,13 +812,7 @@ struct PluginHost::Impl {
   // implements, or one its legacy execute takes without a prototype) is a
   // conflict naming the winner, and registers nothing.
   void ResolveBatch(std::vector<Loading>& batch, const std::vector<PluginReport>& libraries) {
-    std::vector<plugin::PluginRecord> view;
-    const std::set<std::string> registered(sources.begin(), sources.end());
-    for (const std::vector<PluginReport>* list : {&std::as_const(reports), &libraries}) {
-      for (const auto& r : *list) {
-        if (r.ok() && registered.count(r.path)) view.push_back(r);
-      }
-    }
+    std::vector<plugin::PluginRecord> view = RegisteredRecords(libraries);
     const std::size_t first = view.size();
     std::vector<Loading*> loading;
     for (auto& l : batch) {
@@ -1005,13 +1013,7 @@ struct PluginHost::Impl {
   // plugin prototypes), decided by the one resolver (ge/plugin/resolve.h)
   // over the records of what is registered and of the batch.
   void NoteSplits(std::vector<Loading>& batch, const std::vector<PluginReport>& libraries) {
-    std::vector<plugin::PluginRecord> view;
-    const std::set<std::string> registered(sources.begin(), sources.end());
-    for (const std::vector<PluginReport>* list : {&std::as_const(reports), &libraries}) {
-      for (const auto& r : *list) {
-        if (r.ok() && registered.count(r.path)) view.push_back(r);
-      }
-    }
+    std::vector<plugin::PluginRecord> view = RegisteredRecords(libraries);
     const std::size_t first = view.size();
     for (const auto& l : batch) view.push_back(l.report);
     view = plugin::Resolve(std::move(view));
