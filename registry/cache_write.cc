@@ -176,7 +176,7 @@ bool SaveListIndex(const std::string& cache_path, const std::vector<std::string>
     if (path.empty() || path.find_first_of("\t\n") != std::string::npos) return false;  // not representable: no index
     // A failure of the scan itself is retried by the next listing
     // (refresh.cc): the index, which would pass it through, is not written.
-    if (r.status == plugin::PluginStatus::kError && r.error.kind == "scan") {
+    if (r.status == plugin::PluginStatus::kError && r.error.kind == plugin::ErrorKind::kScan) {
       if (why) *why = "no listing index: " + path + " failed to be scanned (retried next time)";
       return false;
     }

@@ -27,6 +27,7 @@
 #include "cache_write.h"
 #include "ge/plugin/cache.h"
 #include "ge/plugin/discovery.h"
+#include "ge/plugin/resolve.h"
 #include "ge_version.h"
 #include "paths.h"
 #include "refresh.h"
@@ -212,28 +213,28 @@ json Filter(const json& plugins, const std::string& op, const std::string& statu
 // from the message text).
 std::string ErrorHint(const plugin::PluginError& e, bool op_library, bool single_file = false) {
   const std::string& exception = e.exception;
-  if (op_library && e.kind == "prototype") {
+  if (op_library && e.kind == plugin::ErrorKind::kPrototype) {
     return "fix the REG_OP named above, or give its op_type a prototype: REG_OP in an op library of the opp path "
            "(share/docs/op-prototypes.md, share/docs/op-packages.md)";
   }
-  if (e.kind == "extension") {
+  if (e.kind == plugin::ErrorKind::kExtension) {
     return single_file ? "make the file a package (a folder with __init__.py) with a pyproject.toml that sets isolation = "
                          "\"main\" or \"process\" under [tool.ge-plugin] (share/docs/plugin-authors.md, \"Isolation\")"
                        : "set isolation = \"main\" or \"process\" under [tool.ge-plugin] in the package's pyproject.toml "
                          "(share/docs/plugin-authors.md, \"Isolation\")";
   }
-  if (e.kind == "metadata") return "fix pyproject.toml ([project] name/version/description, [tool.ge-plugin] isolation)";
-  if (e.kind == "validation") {
+  if (e.kind == plugin::ErrorKind::kMetadata) return "fix pyproject.toml ([project] name/version/description, [tool.ge-plugin] isolation)";
+  if (e.kind == plugin::ErrorKind::kValidation) {
     return "make the method signature match the op's prototype (register_op, or the REG_OP of an op library; "
            "share/docs/plugin-authors.md)";
   }
-  if (e.kind == "prototype") {
+  if (e.kind == plugin::ErrorKind::kPrototype) {
     return "register the op's prototype: @register_op in the plugin, or REG_OP in an op library of the opp path "
            "(share/docs/op-packages.md)";
   }
-  if (e.kind == "load") return "rebuild the op library for this machine and link what it needs (see the dlopen message)";
-  if (e.kind == "discovery") return "give a .py file or a package folder with __init__.py, named like a Python module";
-  if (e.kind == "name") return "rename the plugin: it would shadow that module for every plugin";
+  if (e.kind == plugin::ErrorKind::kLoad) return "rebuild the op library for this machine and link what it needs (see the dlopen message)";
+  if (e.kind == plugin::ErrorKind::kDiscovery) return "give a .py file or a package folder with __init__.py, named like a Python module";
+  if (e.kind == plugin::ErrorKind::kName) return "rename the plugin: it would shadow that module for every plugin";
   if (exception == "SyntaxError" || exception == "IndentationError" || exception == "TabError") {
     return "fix the syntax at the given line";
   }
@@ -379,7 +380,7 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
   for (const auto& c : found.plugins) {
     candidate_of[c.path] = &c;
     if (!c.insecure.empty() && !ropts.allow_insecure) {
-      records.push_back(plugin::ProblemRecord(c.name, c.path, plugin::PluginStatus::kInsecure, "insecure",
+      records.push_back(plugin::ProblemRecord(c.name, c.path, plugin::PluginStatus::kInsecure, plugin::ErrorKind::kInsecure,
                                               plugin::InsecureMessage(c.insecure)));
     } else {
       records.push_back(scanned[k++]);
@@ -387,12 +388,18 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
   }
   // Conflicts among the checked plugins themselves (an opp folder), in path order.
   records = ResolveConflicts(std::move(records));
-  // What the installed op libraries decide about the checked plugins' prototypes
-  // (a Python prototype of an op_type a library implements as a C++ custom op
-  // is not used; a library prototype an earlier library registers is
-  // shadowed): the same resolver over those libraries and the checked
-  // plugins, of which only the warnings are taken (conflicts with installed
-  // plugins are problems below, named from the plugin's side).
+  // What the installed plugins and op libraries decide about the checked
+  // ones: the same resolver over them and the checked plugins (the installed
+  // op libraries first, then the checked plugins, then the installed Python
+  // plugins that are ok), of which only these facts are taken (conflicts with
+  // installed plugins are problems below, named from the plugin's side): a
+  // Python prototype of an op_type a library implements as a C++ custom op is
+  // not used; a library prototype an earlier library registers is shadowed;
+  // an implementation whose prototype is "not found" names the other half
+  // (share/docs/plugin-authors.md, "One plugin, one registry"); a legacy
+  // execute without a prototype is told what a node of it would be
+  // (plugin::UnservedNotes).
+  std::vector<plugin::Diagnostic> unserved;
   {
     std::set<std::string> checked;
     for (const auto& r : records) checked.insert(r.path);
@@ -402,24 +409,18 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
     }
     const std::size_t first = view.size();
     view.insert(view.end(), records.begin(), records.end());
+    for (const auto& [p, r] : installed) {
+      if (!r.op_library && r.ok() && !checked.count(p)) view.push_back(r);
+    }
     view = ResolveConflicts(std::move(view));
-    for (std::size_t i = 0; i < records.size(); ++i) records[i].warnings = view[first + i].warnings;
-  }
-  // The other half of an implementation whose prototype is "not found"
-  // (share/docs/plugin-authors.md, "One plugin, one registry"): among the
-  // checked plugins ResolveConflicts has named it already; among the
-  // installed ones (op_type -> (name, path)) it is named here.
-  std::map<std::string, std::vector<std::pair<std::string, std::string>>> installed_protos;
-  for (const auto& [p, r] : installed) {
-    for (const auto& t : plugin::OwnPrototypeOpTypes(r)) installed_protos[t].emplace_back(r.name, p);
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      records[i].warnings = view[first + i].warnings;
+      records[i].error.notes = view[first + i].error.notes;
+    }
+    unserved = plugin::UnservedNotes(view);
   }
   const std::string kOnePlugin =
       std::string(plugin::kSplitAdvice) + " (share/docs/plugin-authors.md, \"One plugin, one registry\")";
-  // The same among the plugins checked here (an opp folder): op_type -> (name, path).
-  std::map<std::string, std::vector<std::pair<std::string, std::string>>> checked_protos;
-  for (const auto& r : records) {
-    for (const auto& t : plugin::OwnPrototypeOpTypes(r)) checked_protos[t].emplace_back(r.name, PathText(r.path));
-  }
   for (const auto& r : records) {
     std::vector<std::pair<std::string, std::string>> problems;  // (problem, hint)
     std::vector<std::string> notes;
@@ -446,7 +447,7 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
         problems.emplace_back(r.error.message, "do not block or loop at import time; defer work to the callbacks");
         break;
       case PluginStatus::kConflict:
-        problems.emplace_back(r.error.message, r.error.kind == "conflict" && (!r.ops.empty() || !r.unprototyped.empty())
+        problems.emplace_back(r.error.message, r.error.rule != plugin::ConflictRule::kNone
                                                    ? "rename the op_type (op libraries win over Python plugins; otherwise the first in path order wins)"
                                                    : "rename the plugin (plugin names are unique over the opp path)");
         break;
@@ -457,16 +458,11 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
             r.error.message.find("(at " + r.error.file + ":" + std::to_string(r.error.line) + ")") != std::string::npos) {
           where = " [" + r.error.file + ":" + std::to_string(r.error.line) + "]";
         }
-        const bool split = r.error.kind == "prototype" && !r.op_library;
-        auto other = split ? installed_protos.find(r.error.op_type) : installed_protos.end();
         const bool noted = std::any_of(r.error.notes.begin(), r.error.notes.end(), [](const plugin::Diagnostic& d) {
           return d.kind == plugin::DiagnosticKind::kSplitPrototype;
         });
-        if (split && noted) {
+        if (noted) {
           problems.emplace_back(r.error.OneLine() + where, kOnePlugin);
-        } else if (other != installed_protos.end()) {
-          problems.emplace_back(r.error.OneLine() + where + "; " + plugin::SplitPrototypeNote(r.error.op_type, other->second),
-                                kOnePlugin);
         } else {
           problems.emplace_back(r.error.OneLine() + where,
                                 ErrorHint(r.error, r.op_library, !r.op_library && !stdfs::is_directory(r.path)));
@@ -501,22 +497,17 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
                               "compile alone only prepares them");
       }
     }
-    for (const auto& op : r.unprototyped) {
-      // Its prototype in another plugin, checked here or installed: the two halves of a split.
-      std::vector<std::pair<std::string, std::string>> others;
-      if (auto it = checked_protos.find(op.op_type); it != checked_protos.end()) others = it->second;
-      if (auto it = installed_protos.find(op.op_type); it != installed_protos.end()) {
-        for (const auto& o : it->second) {
-          if (std::find(others.begin(), others.end(), o) == others.end()) others.push_back(o);
-        }
+    for (const plugin::Diagnostic& d : unserved) {
+      // A legacy execute without a prototype: its prototype in another plugin
+      // (checked here or installed) is the other half of a split.
+      if (d.path != r.path) continue;
+      if (d.kind == plugin::DiagnosticKind::kUnprototypedSplit) {
+        problems.emplace_back(plugin::Text(d), kOnePlugin);
+      } else if (d.kind == plugin::DiagnosticKind::kUnprototyped) {
+        problems.emplace_back(plugin::Text(d),
+                              "GE's legacy execute takes its prototype from elsewhere: register one with "
+                              "@register_op in this plugin, or install the op library (REG_OP) that declares it");
       }
-      if (!others.empty()) {
-        problems.emplace_back(plugin::UnprototypedSplitNote(r.name, PathText(r.path), op.op_type, others), kOnePlugin);
-        continue;
-      }
-      problems.emplace_back(plugin::UnprototypedNote(r.name, PathText(r.path), op.op_type),
-                            "GE's legacy execute takes its prototype from elsewhere: register one with "
-                            "@register_op in this plugin, or install the op library (REG_OP) that declares it");
     }
     if (r.ok() && r.ops.empty() && r.prototypes.empty() && r.unprototyped.empty()) {
       problems.emplace_back(
@@ -595,7 +586,7 @@ int Check(const std::string& given, const CheckRegistry& reg, const RefreshOptio
     // the problem line, which names the plugin's file and line already (the
     // JSON keeps it as "details").
     const std::string own_frame = "File \"" + PathText(r.path);
-    if (!r.error.traceback.empty() && !problems.empty() && r.error.kind != "name" &&
+    if (!r.error.traceback.empty() && !problems.empty() && r.error.kind != plugin::ErrorKind::kName &&
         r.error.traceback.find(own_frame) != std::string::npos) {
       text << TerminalSafe(Abbreviate(r.error.traceback, kMaxDetailsChars), /*keep_newlines=*/true) << "\n";
     }

@@ -40,7 +40,7 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
     if (now.hash.empty()) now = plugin::ComputeStamp(c, true);
     // The safety verdict is taken every time (permissions change without content).
     if (!c.insecure.empty()) {
-      PluginRecord r = plugin::ProblemRecord(c.name, c.path, PluginStatus::kInsecure, "insecure",
+      PluginRecord r = plugin::ProblemRecord(c.name, c.path, PluginStatus::kInsecure, plugin::ErrorKind::kInsecure,
                                              plugin::InsecureMessage(c.insecure));
       r.stamp = now;
       records[c.path] = std::move(r);
@@ -50,7 +50,7 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
     // malformed record, ...) is no verdict on the plugin: it is never reused,
     // so the next refresh tries again once the scanner is fixed.
     const bool scan_failure = it != records.end() && it->second.status == PluginStatus::kError &&
-                              it->second.error.kind == "scan";
+                              it->second.error.kind == plugin::ErrorKind::kScan;
     if (fresh && it->second.status != PluginStatus::kInsecure && !scan_failure) {
       ++st.reused;
       continue;
@@ -78,7 +78,7 @@ std::vector<PluginRecord> Refresh(const std::vector<std::string>& entries, std::
         continue;
       }
       const PluginRecord& r = it->second;
-      bool depends = r.error.kind == "prototype" || !r.warnings.empty();
+      bool depends = r.error.kind == plugin::ErrorKind::kPrototype || !r.warnings.empty();
       for (const auto& op : r.ops) depends = depends || !op.prototype_library.empty();
       if (!depends) continue;
       stamps[c.path] = *r.stamp;

@@ -252,7 +252,7 @@ std::vector<PluginRecord> ScanPlugins(const std::vector<std::string>& paths, con
   auto fail = [&](std::size_t i, PluginStatus status, const std::string& error,
                   const std::function<void(PluginRecord&)>& fill = nullptr) {
     PluginRecord r = plugin::ProblemRecord(boost::filesystem::path(paths[i]).stem().string(), paths[i], status,
-                                           "scan", error);
+                                           plugin::ErrorKind::kScan, error);
     if (fill) fill(r);
     finish(i, std::move(r));
   };
@@ -740,11 +740,11 @@ std::vector<PluginRecord> ScanOppPath(const std::vector<std::string>& paths, con
   // that loaded (even one failing for the same reason: all are retried).
   std::vector<std::size_t> again;
   for (auto i : libs) {
-    if (out[i].status == PluginStatus::kError && out[i].error.kind == "prototype") again.push_back(i);
+    if (out[i].status == PluginStatus::kError && out[i].error.kind == plugin::ErrorKind::kPrototype) again.push_back(i);
   }
   if (!again.empty()) {
     const ScanOptions loaded = lenders([](const PluginRecord& r) {
-      return ServesPrototypes(r) || (r.op_library && r.status == PluginStatus::kError && r.error.kind == "prototype");
+      return ServesPrototypes(r) || (r.op_library && r.status == PluginStatus::kError && r.error.kind == plugin::ErrorKind::kPrototype);
     });
     if (!loaded.prototype_libraries.empty()) scan(again, loaded);
   }

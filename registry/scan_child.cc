@@ -286,7 +286,7 @@ ge::plugin::PluginRecord ScanOne(const std::string& path, const std::string& abs
     const std::string busy = BusyThread(before, &window_s);
     if (!busy.empty()) {
       ge::plugin::PluginRecord b = ge::plugin::ProblemRecord(r.name, path, ge::plugin::PluginStatus::kHung,
-                                                             "busy_thread",
+                                                             ge::plugin::ErrorKind::kBusyThread,
                                                              "importing " + path +
                                                                  " left a thread running that keeps the CPU busy (" +
                                                                  busy + "); it would starve every other plugin of the process");
@@ -309,7 +309,7 @@ ge::plugin::PluginRecord ScanOne(const std::string& path, const std::string& abs
     }
   } catch (const std::exception& e) {
     r.status = ge::plugin::PluginStatus::kError;
-    r.error.kind = "scan";
+    r.error.kind = ge::plugin::ErrorKind::kScan;
     r.error.message = std::string("scanner: ") + e.what();
   }
   r.path = path;  // answered as asked

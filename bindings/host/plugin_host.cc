@@ -354,13 +354,6 @@ struct PluginHost::Impl {
   std::shared_ptr<PythonRuntime> runtime;
   std::vector<PluginReport> reports;
   std::set<std::string> loaded_paths;                      // plugin paths tried (ok or not)
-  // op_type -> (name, path) of each loaded plugin that registered a Python
-  // prototype of it itself: the note on another plugin's "canonical IR not found".
-  std::map<std::string, std::vector<std::pair<std::string, std::string>>> python_protos;
-  // op_type -> path of the loaded plugin whose legacy execute registered it
-  // without a prototype: not in the registry (nothing a node can run), yet
-  // taken, as any op_type, by the first plugin in path order.
-  std::map<std::string, std::pair<std::string, std::string>> unprototyped_owner;  // op_type -> (name, path)
   // Plugins not loaded whose op_types carry a note in the registry (NoteNotLoaded).
   std::vector<std::string> noted_sources;
   std::set<std::pair<std::string, std::string>> problems_reported;  // (path, error) of discovery problems
@@ -482,10 +475,11 @@ struct PluginHost::Impl {
     return ops;
   }
 
-  void Fail(Loading& l, const ErrorInfo& e, const char* kind, plugin::PluginStatus status = plugin::PluginStatus::kError) {
+  void Fail(Loading& l, const ErrorInfo& e, plugin::ErrorKind kind,
+            plugin::PluginStatus status = plugin::PluginStatus::kError) {
     PluginReport& r = l.report;
     r.status = status;
-    r.error.kind = e.kind.empty() ? kind : e.kind;
+    r.error.kind = plugin::KindFromPython(e.kind, kind);
     r.error.message = e.message;
     // Every failure names the plugin's file, also when no frame of the plugin
     // is on the traceback (signature validation, a decorator's check).
@@ -501,11 +495,22 @@ struct PluginHost::Impl {
     l.go_on = false;
   }
 
-  void Stop(Loading& l, plugin::PluginStatus status, const char* kind, std::string message) {
+  void Stop(Loading& l, plugin::PluginStatus status, plugin::ErrorKind kind, std::string message) {
     l.report.status = status;
+    l.report.error = {};
     l.report.error.kind = kind;
     l.report.error.message = std::move(message);
     l.go_on = false;
+  }
+
+  // `l` loses op_type `op_type` to `other` (a path, or "builtin") by `rule`:
+  // a conflict, the rule kept typed beside its words.
+  void StopConflict(Loading& l, const std::string& op_type, const std::string& other, plugin::ConflictRule rule) {
+    Stop(l, plugin::PluginStatus::kConflict, plugin::ErrorKind::kConflict,
+         plugin::ConflictMessage(op_type, l.plugin.path, other, rule));
+    l.report.error.op_type = op_type;
+    l.report.error.rule = rule;
+    l.report.conflicts_with = other;
   }
 
   // Safety verdict, skip verdict, pyproject.toml: all before any plugin code runs.
@@ -516,12 +521,12 @@ struct PluginHost::Impl {
     l.report.path = c.path;
     l.report.isolation = "subinterpreter";
     if (!c.insecure.empty() && !opts.allow_insecure) {
-      Stop(l, plugin::PluginStatus::kInsecure, "insecure", plugin::InsecureMessage(c.insecure));
+      Stop(l, plugin::PluginStatus::kInsecure, plugin::ErrorKind::kInsecure, plugin::InsecureMessage(c.insecure));
       return l;
     }
     if (opts.skip_plugin) {
       if (std::string why = opts.skip_plugin(c); !why.empty()) {
-        Stop(l, plugin::PluginStatus::kSkipped, "skipped", c.path + ": " + why);
+        Stop(l, plugin::PluginStatus::kSkipped, plugin::ErrorKind::kSkipped, c.path + ": " + why);
         return l;
       }
     }
@@ -535,7 +540,7 @@ struct PluginHost::Impl {
       l.report.isolation = bp::extract<std::string>(md["isolation"]);
       if (!bp::extract<bool>(md["isolation_set"])) l.report.isolation = opts.default_isolation;
     } catch (const bp::error_already_set&) {
-      Fail(l, py::FetchPythonError(c.name, c.path, "pyproject.toml"), "metadata");
+      Fail(l, py::FetchPythonError(c.name, c.path, "pyproject.toml"), plugin::ErrorKind::kMetadata);
       return l;
     }
     l.process = l.report.isolation == "process" && !in_worker;
@@ -559,7 +564,7 @@ struct PluginHost::Impl {
     try {
       loaded->interp = l.sub ? Interpreter::NewSub(runtime, c.name) : runtime->Main();
     } catch (const std::exception& e) {
-      Stop(l, plugin::PluginStatus::kError, "import", e.what());
+      Stop(l, plugin::PluginStatus::kError, plugin::ErrorKind::kImport, e.what());
       return;
     }
     InterpreterGuard guard(*loaded->interp);
@@ -574,7 +579,7 @@ struct PluginHost::Impl {
       before = imported["before"];
     } catch (const bp::error_already_set&) {
       l.attempted = PendingOpTypes();
-      Fail(l, py::FetchPythonError(c.name, c.path, "import"), "import");
+      Fail(l, py::FetchPythonError(c.name, c.path, "import"), plugin::ErrorKind::kImport);
       return;
     }
     try {
@@ -590,17 +595,11 @@ struct PluginHost::Impl {
         l.own_protos.push_back(op_type);
         auto cpp = cpp_protos.find(op_type);
         if (cpp == cpp_protos.end()) continue;
-        // GE's rule: a Python prototype replaces a C++ one of the same op_type,
-        // except that of a C++ custom op, which keeps its own. (Said also of a
-        // prototype the plugin does not implement: a scanner child cannot
-        // tell a custom op's prototype from a plain one, and the registry
-        // rewrites this warning for custom ops, registry/refresh.cc.)
-        auto op = registry.Find(op_type);
-        const bool custom_op = op && library_sources.count(op->source);
-        plugin::Diagnostic w = custom_op ? plugin::PrototypeUnused(op_type, c.name, c.path, op->source)
-                                         : plugin::PrototypeReplaced(op_type, c.name, c.path, cpp->second.library);
-        log->warn("{}", TerminalSafe(plugin::Text(w)));
-        l.report.warnings.push_back(std::move(w));
+        // GE's rule: a Python prototype replaces a C++ one of the same
+        // op_type, except that of a C++ custom op, which keeps its own: the
+        // resolver tells the two apart over the records and the verdict is
+        // logged then (ResolveBatch).
+        l.report.warnings.push_back(plugin::PrototypeReplaced(op_type, c.name, c.path, cpp->second.library));
       }
       bp::object shared_obj = entry.attr("adapter_objects")();
       const std::shared_ptr<py::AdapterObjects> shared = Contract<py::AdapterObjects>(shared_obj, "adapter_objects");
@@ -668,7 +667,7 @@ struct PluginHost::Impl {
       }
     } catch (const bp::error_already_set&) {
       l.attempted = PendingOpTypes();
-      Fail(l, py::FetchPythonError(c.name, c.path, "validation"), "validation");
+      Fail(l, py::FetchPythonError(c.name, c.path, "validation"), plugin::ErrorKind::kValidation);
       return;
     }
     // An op_type registered by no plugin or op library of this host (a
@@ -678,9 +677,7 @@ struct PluginHost::Impl {
     // its holders never call Python.)
     for (const auto& a : l.made) {
       if (auto existing = ForeignRegistration(a->GetSchema().op_type)) {
-        l.report.conflicts_with = existing->source;
-        Stop(l, plugin::PluginStatus::kConflict, "conflict",
-             plugin::ConflictMessage(a->GetSchema().op_type, c.path, existing->source, ConflictRule(existing->source)));
+        StopConflict(l, a->GetSchema().op_type, existing->source, ConflictRule(existing->source));
         // The ops it would have registered (as the registry lists them).
         l.report.ops = OpRecordsOf(l);
         try {
@@ -721,7 +718,7 @@ struct PluginHost::Impl {
     if (r.version.empty()) r.version = w.version;
     if (r.description.empty()) r.description = w.description;
     r.warnings.insert(r.warnings.end(), w.warnings.begin(), w.warnings.end());
-    r.prototypes = w.prototypes;  // those it does not implement (NotePrototypes, in the worker)
+    r.prototypes = w.prototypes;  // those it does not implement (UnimplementedPrototypes, in the worker)
     r.unprototyped = w.unprototyped;
     l.worker_ops = w.ops;
     if (!w.ok()) {
@@ -749,9 +746,7 @@ struct PluginHost::Impl {
     }
     for (const auto& a : l.made) {
       if (auto existing = ForeignRegistration(a->GetSchema().op_type)) {
-        r.conflicts_with = existing->source;
-        Stop(l, plugin::PluginStatus::kConflict, "conflict",
-             plugin::ConflictMessage(a->GetSchema().op_type, c.path, existing->source, ConflictRule(existing->source)));
+        StopConflict(l, a->GetSchema().op_type, existing->source, ConflictRule(existing->source));
         r.ops = OpRecordsOf(l);
         for (const auto& op : r.ops) l.attempted.push_back(op.op_type);
         l.made.clear();  // the last proxy ends the worker
@@ -805,35 +800,61 @@ struct PluginHost::Impl {
     return view;
   }
 
-  // Who takes each op_type of the batch, decided by the one resolver
-  // (ge/plugin/resolve.h) over the records of what this host registered so
-  // far (op libraries first, then plugins, path order within each) and of
-  // the batch's plugins that loaded: a plugin that loses an op_type (one it
-  // implements, or one its legacy execute takes without a prototype) is a
-  // conflict naming the winner, and registers nothing.
+  // The op_types a loaded plugin prototypes itself without implementing
+  // them (PluginRecord::prototypes). A process plugin's were collected in
+  // its worker, whose record lists them.
+  static std::vector<std::string> UnimplementedPrototypes(const Loading& l) {
+    if (l.process) return l.report.prototypes;
+    std::set<std::string> implemented;
+    for (const auto& k : l.keys) implemented.insert(k.first);
+    std::set<std::string> out;
+    for (const auto& op_type : l.own_protos) {
+      if (!implemented.count(op_type)) out.insert(op_type);
+    }
+    return {out.begin(), out.end()};
+  }
+
+  // What the one resolver (ge/plugin/resolve.h) decides about the batch,
+  // over the records of what this host registered so far (op libraries
+  // first, then plugins, path order within each) and of the batch's
+  // plugins: a plugin that loses an op_type (one it implements, or one its
+  // legacy execute takes without a prototype) is a conflict naming the
+  // winner and its rule, and registers nothing; a Python prototype of an
+  // op_type an op library implements as a C++ custom op is not used (else
+  // it replaces the library's), which is logged here.
   void ResolveBatch(std::vector<Loading>& batch, const std::vector<PluginReport>& libraries) {
     std::vector<plugin::PluginRecord> view = RegisteredRecords(libraries);
     const std::size_t first = view.size();
-    std::vector<Loading*> loading;
     for (auto& l : batch) {
-      if (!l.go_on) continue;
+      if (!l.go_on) {
+        view.push_back(l.report);
+        continue;
+      }
+      l.report.prototypes = UnimplementedPrototypes(l);
       plugin::PluginRecord r;
       r.name = l.plugin.name;
       r.path = l.plugin.path;
       r.status = plugin::PluginStatus::kOk;
       r.ops = OpRecordsOf(l);
       r.unprototyped = l.report.unprototyped;
+      r.prototypes = l.report.prototypes;
+      r.warnings = l.report.warnings;
       view.push_back(std::move(r));
-      loading.push_back(&l);
     }
     view = plugin::Resolve(std::move(view));
-    for (std::size_t i = 0; i < loading.size(); ++i) {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
       const plugin::PluginRecord& verdict = view[first + i];
-      if (verdict.status != plugin::PluginStatus::kConflict) continue;
-      Loading& l = *loading[i];
-      l.report.conflicts_with = verdict.conflicts_with;
-      Stop(l, plugin::PluginStatus::kConflict, "conflict", verdict.error.message);
-      l.report.error.op_type = verdict.error.op_type;
+      Loading& l = batch[i];
+      l.report.warnings = verdict.warnings;
+      for (const auto& w : l.report.warnings) {
+        if (w.kind != plugin::DiagnosticKind::kPrototypeReplaced && w.kind != plugin::DiagnosticKind::kPrototypeUnused) {
+          continue;
+        }
+        // (debug inside a worker: the engine, which resolves it too, says it.)
+        log->log(in_worker ? spdlog::level::debug : spdlog::level::warn, "{}", TerminalSafe(plugin::Text(w)));
+      }
+      if (!l.go_on || verdict.status != plugin::PluginStatus::kConflict) continue;
+      StopConflict(l, verdict.error.op_type, verdict.conflicts_with, verdict.error.rule);
       l.report.ops = OpRecordsOf(l);
       NoteAttempted(l);
       l.made.clear();  // releases the adapters (each in its interpreter), then the sub-interpreter or worker
@@ -863,10 +884,14 @@ struct PluginHost::Impl {
       reg.plugin = l.plugin.name;
       std::weak_ptr<CapabilityReportingOp> weak = a;
       reg.creator = [weak]() -> std::shared_ptr<BaseCustomOp> { return weak.lock(); };
+      const std::string op_type = reg.op_type;
       Status st = registry.Register(std::move(reg));
       if (!st.ok()) {
         for (const auto& op : done) registry.Unregister(op);
-        Stop(l, plugin::PluginStatus::kConflict, "conflict", st.message());
+        // Registered meanwhile by someone no record knows (the engine itself).
+        const auto existing = registry.Find(op_type);
+        const std::string other = existing ? existing->source : std::string("builtin");
+        StopConflict(l, op_type, other, ConflictRule(other));
         NoteAttempted(l);
         l.made.clear();  // releases the adapters (each in its interpreter) and then the sub-interpreter
         if (!l.sub && !l.process) ForgetMain(l.plugin.name, l.keys);
@@ -877,9 +902,6 @@ struct PluginHost::Impl {
     r.status = plugin::PluginStatus::kOk;
     r.ops = OpRecordsOf(l);
     sources.push_back(l.plugin.path);
-    NotePrototypes(l);
-    NoteUnprototyped(l);
-    for (const auto& op : r.unprototyped) unprototyped_owner.emplace(op.op_type, std::make_pair(l.plugin.name, l.plugin.path));
     if (!l.sub && !l.process) main_loaded.emplace_back(l.plugin.name, l.keys);
     adapters.insert(adapters.end(), l.made.begin(), l.made.end());
     l.made.clear();
@@ -920,6 +942,7 @@ struct PluginHost::Impl {
     for (auto& l : batch) {
       if (l.go_on) Commit(l);
     }
+    NoteUnserved(batch, out);
     NoteSplits(batch, out);
     for (auto& l : batch) {
       if (!l.go_on) {
@@ -952,60 +975,33 @@ struct PluginHost::Impl {
     noted_sources.push_back(l.plugin.path);
   }
 
-  // After a plugin is registered: its prototypes become known to the others'
-  // errors, and those it did not implement get a note in the registry (the
-  // engine's "unknown op_type" says which plugin has only the prototype).
-  // The plugin's record lists those prototypes (PluginRecord::prototypes).
-  void NotePrototypes(Loading& l) {
-    const std::string who = "plugin '" + l.plugin.name + "' (" + l.plugin.path + ")";
-    std::set<std::string> implemented;
-    for (const auto& k : l.keys) implemented.insert(k.first);
-    std::set<std::string> unimplemented;
-    // A process plugin's prototypes were collected in its worker, whose
-    // record lists those it does not implement.
-    const std::vector<std::string>& own = l.process ? l.report.prototypes : l.own_protos;
-    for (const auto& op_type : own) {
-      python_protos[op_type].emplace_back(l.plugin.name, l.plugin.path);
-      if (implemented.count(op_type)) continue;
-      unimplemented.insert(op_type);
-      // An op library prototypes it too: implementations bind to that one
-      // (share/docs/op-packages.md), so this prototype is no half of a split.
-      if (cpp_protos.count(op_type)) continue;
-      if (auto legacy = unprototyped_owner.find(op_type); legacy != unprototyped_owner.end()) {
-        // An earlier plugin implements it with a legacy execute: the two halves of a split.
-        registry.NoteUnimplemented(op_type,
-                                   plugin::UnprototypedSplitNote(legacy->second.first, legacy->second.second, op_type,
-                                                         {{l.plugin.name, l.plugin.path}}),
-                                   l.plugin.path, /*overrides=*/true);
-        continue;
+  // The registry's notes on op_types no node can run, decided by the one
+  // resolver (plugin::UnservedNotes) over the records of what is registered:
+  // a legacy execute without a prototype (the two halves of a split when
+  // other plugins register it: share/docs/plugin-authors.md, "One plugin,
+  // one registry"), a prototype no loaded plugin implements. The engine's
+  // "unknown op_type" says them; a legacy op of this batch is logged too
+  // (the record lists it under `unprototyped`).
+  void NoteUnserved(const std::vector<Loading>& batch, const std::vector<PluginReport>& libraries) {
+    std::vector<plugin::PluginRecord> view = RegisteredRecords(libraries);
+    std::set<std::string> committed;
+    for (const auto& l : batch) {
+      if (l.go_on) {
+        view.push_back(l.report);
+        committed.insert(l.plugin.path);
       }
-      registry.NoteUnimplemented(op_type,
-                                 who + " registers its prototype (register_op) but no loaded plugin implements it "
-                                       "(register_op_impl); " + kSplitAdvice,
-                                 l.plugin.path);
     }
-    l.report.prototypes.assign(unimplemented.begin(), unimplemented.end());
-  }
-
-  // A node of an op_type that a loaded plugin implements with a legacy
-  // execute but that has no prototype is told so (the registry's note).
-  // When another loaded plugin registers the prototype, the two halves of a
-  // split are named instead (share/docs/plugin-authors.md, "One plugin, one
-  // registry"), whichever of them comes first in path order (NotePrototypes).
-  // Logged too (the record lists the op under `unprototyped`).
-  void NoteUnprototyped(const Loading& l) {
-    for (const auto& op : l.report.unprototyped) {
-      auto protos = python_protos.find(op.op_type);
-      const bool split = protos != python_protos.end();
-      const std::string why = split
-                                  ? plugin::UnprototypedSplitNote(l.plugin.name, l.plugin.path, op.op_type, protos->second)
-                                  : plugin::UnprototypedNote(l.plugin.name, l.plugin.path, op.op_type);
-      // (debug inside a worker: the engine, which notes it too, says it.)
-      log->log(in_worker ? spdlog::level::debug : spdlog::level::warn, "{}", TerminalSafe(why));
-      registry.NoteUnimplemented(op.op_type, why, l.plugin.path, /*overrides=*/split);
+    std::set<std::string> library_prototypes;
+    for (const auto& [op_type, proto] : cpp_protos) library_prototypes.insert(op_type);
+    for (const plugin::Diagnostic& d : plugin::UnservedNotes(view, library_prototypes)) {
+      const bool split = d.kind == plugin::DiagnosticKind::kUnprototypedSplit;
+      registry.NoteUnimplemented(d.op_type, plugin::Text(d), d.path, /*overrides=*/split);
+      if (committed.count(d.path) && d.kind != plugin::DiagnosticKind::kPrototypeOnly) {
+        // (debug inside a worker: the engine, which notes it too, says it.)
+        log->log(in_worker ? spdlog::level::debug : spdlog::level::warn, "{}", TerminalSafe(plugin::Text(d)));
+      }
     }
   }
-
 
   // The notes after the errors of the batch's plugins that were not loaded
   // (the plugin with the other half of a split prototype: an
@@ -1032,11 +1028,22 @@ struct PluginHost::Impl {
     bool go_on = true;
   };
 
-  void StopLibrary(LibraryLoading& l, plugin::PluginStatus status, const char* kind, std::string message) {
+  void StopLibrary(LibraryLoading& l, plugin::PluginStatus status, plugin::ErrorKind kind, std::string message) {
     l.report.status = status;
+    l.report.error = {};
     l.report.error.kind = kind;
     l.report.error.message = std::move(message);
     l.go_on = false;
+  }
+
+  // Op library `l` loses op_type `op_type` to `other` (a path, or "builtin").
+  void StopLibraryConflict(LibraryLoading& l, const std::string& op_type, const std::string& other) {
+    const plugin::ConflictRule rule = ConflictRule(other, /*library=*/true);
+    StopLibrary(l, plugin::PluginStatus::kConflict, plugin::ErrorKind::kConflict,
+                plugin::ConflictMessage(op_type, l.lib.path, other, rule));
+    l.report.error.op_type = op_type;
+    l.report.error.rule = rule;
+    l.report.conflicts_with = other;
   }
 
   // Safety and skip verdicts, then dlopen (one at a time, process-wide) and
@@ -1045,11 +1052,11 @@ struct PluginHost::Impl {
   void OpenLibrary(LibraryLoading& l) {
     const plugin::Candidate& c = l.lib;
     if (!c.insecure.empty() && !opts.allow_insecure) {
-      return StopLibrary(l, plugin::PluginStatus::kInsecure, "insecure", plugin::InsecureMessage(c.insecure));
+      return StopLibrary(l, plugin::PluginStatus::kInsecure, plugin::ErrorKind::kInsecure, plugin::InsecureMessage(c.insecure));
     }
     if (opts.skip_plugin) {
       if (std::string why = opts.skip_plugin(c); !why.empty()) {
-        return StopLibrary(l, plugin::PluginStatus::kSkipped, "skipped", c.path + ": " + why);
+        return StopLibrary(l, plugin::PluginStatus::kSkipped, plugin::ErrorKind::kSkipped, c.path + ": " + why);
       }
     }
     const std::string crumb_text = "loading op library " + TerminalSafe(c.path);
@@ -1059,13 +1066,15 @@ struct PluginHost::Impl {
       // dlopen names what it opened (the link's target): say which entry it was.
       std::string msg = load.error;
       if (c.real_path != c.path) msg += " (op library " + c.path + ")";
-      return StopLibrary(l, plugin::PluginStatus::kError, "load", std::move(msg));
+      return StopLibrary(l, plugin::PluginStatus::kError, plugin::ErrorKind::kLoad, std::move(msg));
     }
     l.regs = std::move(load.registrations);
     // Every bad registration is reported, in one error.
     std::vector<std::string> bad;
+    bool bad_prototype = false;  // the first problem is a prototype's (error kind kPrototype)
     for (const auto& p : l.regs.prototypes) {
       if (!p.error.empty() || !p.schema) {
+        if (bad.empty()) bad_prototype = true;
         bad.push_back("the prototype of op_type '" + p.op_type + "' cannot be used: " +
                       (p.error.empty() ? std::string("no schema") : p.error));
         continue;
@@ -1081,8 +1090,8 @@ struct PluginHost::Impl {
     }
     if (!bad.empty()) {
       l.report.prototypes.clear();
-      const bool proto_error = bad.front().rfind("the prototype of", 0) == 0;
-      return StopLibrary(l, plugin::PluginStatus::kError, proto_error ? "prototype" : "load",
+      return StopLibrary(l, plugin::PluginStatus::kError,
+                         bad_prototype ? plugin::ErrorKind::kPrototype : plugin::ErrorKind::kLoad,
                          c.path + ": " + JoinProblems(bad));
     }
   }
@@ -1178,7 +1187,7 @@ struct PluginHost::Impl {
       recs.push_back(std::move(rec));
     }
     if (!bad.empty()) {
-      return StopLibrary(l, plugin::PluginStatus::kError, "load", l.lib.path + ": " + JoinProblems(bad));
+      return StopLibrary(l, plugin::PluginStatus::kError, plugin::ErrorKind::kLoad, l.lib.path + ": " + JoinProblems(bad));
     }
     std::vector<std::string> done;
     auto undo = [&]() {
@@ -1189,14 +1198,12 @@ struct PluginHost::Impl {
       const std::string op_type = regs[i].op_type;
       if (auto existing = registry.Find(op_type)) {
         undo();
-        r.conflicts_with = existing->source;
-        return StopLibrary(l, plugin::PluginStatus::kConflict, "conflict",
-                           plugin::ConflictMessage(op_type, l.lib.path, existing->source,
-                                                   ConflictRule(existing->source, /*library=*/true)));
+        return StopLibraryConflict(l, op_type, existing->source);
       }
       if (Status st = registry.Register(std::move(regs[i])); !st.ok()) {
         undo();
-        return StopLibrary(l, plugin::PluginStatus::kConflict, "conflict", st.message());
+        const auto existing = registry.Find(op_type);  // registered meanwhile (the engine itself)
+        return StopLibraryConflict(l, op_type, existing ? existing->source : std::string("builtin"));
       }
       done.push_back(op_type);
     }
@@ -1230,9 +1237,10 @@ struct PluginHost::Impl {
         if (!l.go_on) continue;
         for (const auto& op : l.regs.custom_ops) {
           if (cpp_protos.count(op.op_type)) continue;
-          StopLibrary(l, plugin::PluginStatus::kError, "prototype",
+          StopLibrary(l, plugin::PluginStatus::kError, plugin::ErrorKind::kPrototype,
                       l.lib.path + ": C++ custom op '" + op.op_type +
                           "' has no prototype: no op library on the opp path registers REG_OP(" + op.op_type + ")");
+          l.report.error.op_type = op.op_type;
           again = true;
           break;
         }
@@ -1300,8 +1308,6 @@ struct PluginHost::Impl {
     main_loaded.clear();
     cpp_protos.clear();
     failed_protos.clear();
-    python_protos.clear();
-    unprototyped_owner.clear();
     for (const auto& src : noted_sources) registry.UnregisterSource(src);
     noted_sources.clear();
     library_sources.clear();

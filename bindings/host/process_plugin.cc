@@ -138,7 +138,7 @@ ProcessPlugin::ProcessPlugin(ProcessPluginConfig cfg, Loaded* loaded)
     loaded->report.name = cfg_.name;
     loaded->report.path = cfg_.path;
     loaded->report.status = plugin::PluginStatus::kError;
-    loaded->report.error.kind = "import";
+    loaded->report.error.kind = plugin::ErrorKind::kImport;
     loaded->report.error.message = cfg_.path + ": " + why;
   }
 }

@@ -552,7 +552,7 @@ BOOST_FIXTURE_TEST_CASE(legacy_compile_signature_fails_at_load, HostFixture) {
   auto it = std::find_if(reports.begin(), reports.end(), [](const PluginReport& r) { return r.name == "compile_bad_sig"; });
   BOOST_REQUIRE_MESSAGE(it != reports.end(), Describe(reports));
   BOOST_CHECK_EQUAL(it->status, ge::plugin::PluginStatus::kError);
-  BOOST_CHECK_EQUAL(it->error.kind, "validation");
+  BOOST_CHECK(it->error.kind == ge::plugin::ErrorKind::kValidation);
   for (const std::string part : {"CmpBadSig", "compile", "expected 2 positional", "actual"}) {
     BOOST_CHECK_MESSAGE(Contains(it->error.message, part), "lacks '" << part << "': " << it->error.message);
   }

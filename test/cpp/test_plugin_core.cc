@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <string>
 #include <thread>
@@ -237,7 +238,7 @@ BOOST_AUTO_TEST_CASE(a_record_round_trips_through_json) {
   r.version = "1.0";
   r.isolation = "subinterpreter";
   r.status = PluginStatus::kError;
-  r.error.kind = "import";
+  r.error.kind = ge::plugin::ErrorKind::kImport;
   r.error.exception = "SyntaxError";
   r.error.message = "/o\xff/p.py: SyntaxError: invalid syntax";
   r.error.file = "/o\xff/p.py";
@@ -252,7 +253,7 @@ BOOST_AUTO_TEST_CASE(a_record_round_trips_through_json) {
   BOOST_REQUIRE_MESSAGE(back.has_value(), why);
   BOOST_CHECK(back->path == r.path);
   BOOST_CHECK(back->error.file == r.error.file);
-  BOOST_CHECK_EQUAL(back->error.kind, "import");
+  BOOST_CHECK(back->error.kind == ge::plugin::ErrorKind::kImport);
   BOOST_CHECK_EQUAL(back->error.exception, "SyntaxError");
   BOOST_CHECK_EQUAL(back->status, PluginStatus::kError);
   BOOST_CHECK(back->stamp->SameMeta(*r.stamp) && back->stamp->hash == "abc");
@@ -260,7 +261,7 @@ BOOST_AUTO_TEST_CASE(a_record_round_trips_through_json) {
   BOOST_CHECK_EQUAL(ToJson(*back)["error"], j["error"]);
   BOOST_CHECK(back->error.op_type.empty() && !j.contains("error_op_type"));
   // A missing prototype's op_type, and a Python plugin's unimplemented prototypes.
-  r.error.kind = "prototype";
+  r.error.kind = ge::plugin::ErrorKind::kPrototype;
   r.error.op_type = "Half\xc3\xa9";
   r.prototypes = {"OnlyProto", "Other"};
   const auto again = FromJson(ToJson(r), &why, true);
@@ -269,6 +270,85 @@ BOOST_AUTO_TEST_CASE(a_record_round_trips_through_json) {
   BOOST_CHECK(again->prototypes == r.prototypes && !again->op_library);
   BOOST_CHECK(!FromJson({{"path", "/p.py"}, {"status", "error"}, {"error_op_type", 3}}, &why));
   BOOST_CHECK_MESSAGE(why.find("error_op_type") != std::string::npos, why);
+}
+
+BOOST_AUTO_TEST_CASE(error_kinds_and_conflict_rules_are_a_closed_set_in_json) {
+  using namespace ge::plugin;
+  // Every kind has one JSON name and comes back from it; a Python
+  // exception's __ge_kind__ maps only onto the kinds ge's modules set.
+  const ErrorKind all[] = {ErrorKind::kDiscovery, ErrorKind::kMetadata,   ErrorKind::kName,     ErrorKind::kExtension,
+                           ErrorKind::kImport,    ErrorKind::kValidation, ErrorKind::kPrototype, ErrorKind::kConflict,
+                           ErrorKind::kInsecure,  ErrorKind::kSkipped,    ErrorKind::kLoad,     ErrorKind::kScan,
+                           ErrorKind::kBusyThread};
+  std::set<std::string_view> names;
+  for (ErrorKind k : all) {
+    BOOST_TEST_CONTEXT(ErrorKindName(k)) {
+      BOOST_CHECK(!ErrorKindName(k).empty());
+      names.insert(ErrorKindName(k));
+      BOOST_CHECK(ParseErrorKind(ErrorKindName(k)) == k);
+      PluginRecord r = ProblemRecord("p", "/o/p.py", PluginStatus::kError, k, "/o/p.py: failed");
+      std::string why;
+      const auto back = FromJson(ToJson(r), &why);
+      BOOST_REQUIRE_MESSAGE(back, why);
+      BOOST_CHECK(back->error.kind == k);
+    }
+  }
+  BOOST_CHECK_EQUAL(names.size(), std::size(all));
+  BOOST_CHECK(KindFromPython("extension", ErrorKind::kImport) == ErrorKind::kExtension);
+  BOOST_CHECK(KindFromPython("prototype", ErrorKind::kImport) == ErrorKind::kPrototype);
+  BOOST_CHECK(KindFromPython("conflict", ErrorKind::kImport) == ErrorKind::kImport);  // not a plugin's to claim
+  BOOST_CHECK(KindFromPython("", ErrorKind::kValidation) == ErrorKind::kValidation);
+  std::string why;
+  BOOST_CHECK(!FromJson({{"path", "/p.py"}, {"status", "error"}, {"error_kind", "gossip"}}, &why));
+  BOOST_CHECK_MESSAGE(why.find("field 'error_kind' has an unknown value 'gossip'") != std::string::npos, why);
+  BOOST_CHECK(!FromJson({{"path", "/p.py"}, {"status", "error"}, {"error_kind", ""}}, &why));
+  BOOST_CHECK_MESSAGE(why.find("field 'error_kind' has an unknown value ''") != std::string::npos, why);
+
+  // A conflict's rule travels with it, and the message is made again from
+  // the typed fields (a path's non-UTF-8 byte comes back as the byte).
+  for (ConflictRule rule : {ConflictRule::kPathOrder, ConflictRule::kBuiltin, ConflictRule::kFirstLibrary,
+                            ConflictRule::kLibraryOverPython}) {
+    BOOST_TEST_CONTEXT(rule) {
+      BOOST_CHECK(ParseConflictRule(ConflictRuleName(rule)) == rule);
+      PluginRecord c = ProblemRecord("b", "/o\xff/b.py", PluginStatus::kConflict, ErrorKind::kConflict, "");
+      c.path = "/oÿ/b.py";
+      c.error.rule = rule;
+      c.error.op_type = "Gelu";
+      c.conflicts_with = "/o/a.py";
+      c.error.message = ConflictMessage("Gelu", c.path, c.conflicts_with, rule);
+      const nlohmann::json j = ToJson(c);
+      BOOST_CHECK_EQUAL(j["conflict_rule"].get<std::string>(), std::string(ConflictRuleName(rule)));
+      const auto back = FromJson(j, &why);
+      BOOST_REQUIRE_MESSAGE(back, why);
+      BOOST_CHECK(back->error.rule == rule);
+      BOOST_CHECK(back->error.message == c.error.message);
+      BOOST_CHECK_EQUAL(ToJson(*back).dump(), j.dump());
+    }
+  }
+  PluginRecord c = ProblemRecord("b", "/o/b.py", PluginStatus::kConflict, ErrorKind::kConflict, "");
+  c.error.rule = ConflictRule::kPathOrder;
+  c.error.op_type = "Gelu";
+  c.conflicts_with = "/o/a.py";
+  c.error.message = ConflictMessage("Gelu", c.path, c.conflicts_with, c.error.rule);
+  const nlohmann::json good = ToJson(c);
+  BOOST_REQUIRE(FromJson(good, &why));
+  nlohmann::json bad = good;
+  bad["conflict_rule"] = "loudest_wins";
+  BOOST_CHECK(!FromJson(bad, &why));
+  BOOST_CHECK_MESSAGE(why.find("field 'conflict_rule' has an unknown value 'loudest_wins'") != std::string::npos, why);
+  // A rule that is not the message's reason, or on an error of another kind, is refused.
+  for (auto edit : std::vector<std::function<void(nlohmann::json&)>>{
+           [](nlohmann::json& b) { b["conflict_rule"] = "first_library"; },
+           [](nlohmann::json& b) { b["error_kind"] = "import"; },
+           [](nlohmann::json& b) { b.erase("error_op_type"); },
+           [](nlohmann::json& b) { b["conflicts_with"] = "/o/z.py"; },
+       }) {
+    bad = good;
+    edit(bad);
+    BOOST_CHECK(!FromJson(bad, &why));
+    BOOST_CHECK_MESSAGE(why.find("field 'conflict_rule' does not agree with the record's conflict") != std::string::npos,
+                        why);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(release_rules_and_unprototyped_ops_round_trip_through_the_detailed_json) {
@@ -338,6 +418,13 @@ std::vector<std::pair<ge::plugin::Diagnostic, std::string>> EveryKind() {
       {ReleaseRules("Gelu", "/o/acts.py", "execute(self, input): Use 'ctx' for EagerOpExecutionContext"),
        "/o/acts.py: execute(self, input): Use 'ctx' for EagerOpExecutionContext"},
       {SplitPrototype("Gelu", {{"protos", "/o/protos.py"}}), SplitPrototypeNote("Gelu", {{"protos", "/o/protos.py"}})},
+      {Unprototyped("Gelu", "acts", "/o/acts.py"), UnprototypedNote("acts", "/o/acts.py", "Gelu")},
+      {UnprototypedSplit("Gelu", "acts", "/o/acts.py", {{"protos", "/o/protos.py"}}),
+       UnprototypedSplitNote("acts", "/o/acts.py", "Gelu", {{"protos", "/o/protos.py"}})},
+      {PrototypeOnly("Gelu", "protos", "/o/protos.py"),
+       "plugin 'protos' (/o/protos.py) registers its prototype (register_op) but no loaded plugin implements it "
+       "(register_op_impl); " +
+           std::string(kSplitAdvice)},
   };
 }
 
@@ -360,7 +447,7 @@ BOOST_AUTO_TEST_CASE(every_diagnostic_kind_round_trips_and_its_text_agrees_in_ev
       // In a record: a warning's text is in "warnings", its fields in
       // "diagnostics"; a split note is in "error" after the message, its
       // fields in "error_notes"; both come back typed (a cache, a scanner).
-      PluginRecord r = ProblemRecord("acts", "/o/acts.py", PluginStatus::kError, "prototype",
+      PluginRecord r = ProblemRecord("acts", "/o/acts.py", PluginStatus::kError, ge::plugin::ErrorKind::kPrototype,
                                      "/o/acts.py: canonical IR not found for schema-bound execute: Gelu");
       r.error.op_type = "Gelu";
       r.error.file = "/o/acts.py";
@@ -383,7 +470,7 @@ BOOST_AUTO_TEST_CASE(every_diagnostic_kind_round_trips_and_its_text_agrees_in_ev
       BOOST_CHECK_EQUAL(ToJson(*rback).dump(), rj.dump());
     }
   }
-  BOOST_CHECK_EQUAL(kinds.size(), 5u);  // the closed set: a new kind gets a case here
+  BOOST_CHECK_EQUAL(kinds.size(), 8u);  // the closed set: a new kind gets a case here
 }
 
 BOOST_AUTO_TEST_CASE(a_malformed_diagnostic_names_its_field) {
@@ -407,7 +494,7 @@ BOOST_AUTO_TEST_CASE(a_record_whose_typed_and_text_fields_disagree_is_refused) {
   BOOST_CHECK_MESSAGE(why.find("(prototype_replaced): field 'op_type' is missing or empty") != std::string::npos, why);
   BOOST_CHECK(!DiagnosticFromJson({{"kind", "split_prototype"}, {"op_type", "X"}, {"prototyped_by", nlohmann::json::array()}}, &why));
   BOOST_CHECK_MESSAGE(why.find("'prototyped_by' is empty") != std::string::npos, why);
-  PluginRecord r = ProblemRecord("acts", "/o/acts.py", PluginStatus::kError, "prototype", "/o/acts.py: not found");
+  PluginRecord r = ProblemRecord("acts", "/o/acts.py", PluginStatus::kError, ge::plugin::ErrorKind::kPrototype, "/o/acts.py: not found");
   r.warnings.push_back(ReleaseRules("A", "/o/acts.py", "said"));
   r.error.notes.push_back(SplitPrototype("A", {{"p", "/o/p.py"}}));
   const nlohmann::json good = ToJson(r);
@@ -469,7 +556,7 @@ BOOST_AUTO_TEST_CASE(the_resolver_decides_conflicts_unused_prototypes_and_splits
   // A prototype-only plugin, and an implementation whose prototype is in it.
   PluginRecord protos = python("protos", "/o/protos.py");
   protos.prototypes = {"Relu"};
-  PluginRecord impl = ProblemRecord("impl", "/o/impl.py", PluginStatus::kError, "prototype",
+  PluginRecord impl = ProblemRecord("impl", "/o/impl.py", PluginStatus::kError, ge::plugin::ErrorKind::kPrototype,
                                     "/o/impl.py: canonical IR not found for schema-bound execute: Relu");
   impl.error.op_type = "Relu";
   // An earlier verdict's note is decided afresh, not kept twice.
@@ -479,6 +566,8 @@ BOOST_AUTO_TEST_CASE(the_resolver_decides_conflicts_unused_prototypes_and_splits
   BOOST_CHECK(out[0].status == PluginStatus::kConflict);
   BOOST_CHECK_EQUAL(out[0].error.op_type, "Gelu");
   BOOST_CHECK_EQUAL(out[0].conflicts_with, "/o/libcustom.so");
+  BOOST_CHECK(out[0].error.kind == ErrorKind::kConflict);
+  BOOST_CHECK(out[0].error.rule == ConflictRule::kLibraryOverPython);
   BOOST_CHECK_EQUAL(out[0].error.message, ConflictMessage("Gelu", "/o/acts.py", "/o/libcustom.so",
                                                           ConflictRule::kLibraryOverPython));
   BOOST_REQUIRE_EQUAL(out[0].warnings.size(), 1u);
@@ -497,6 +586,61 @@ BOOST_AUTO_TEST_CASE(the_resolver_decides_conflicts_unused_prototypes_and_splits
                     "op_type 'A' from /b.py conflicts with the one from builtin (a built-in op cannot be replaced)");
   BOOST_CHECK_EQUAL(ConflictMessage("A", "/b.so", "/a.so", ConflictRule::kFirstLibrary),
                     "op_type 'A' from /b.so conflicts with the one from /a.so (the first op library in path order wins)");
+}
+
+BOOST_AUTO_TEST_CASE(the_resolver_says_what_no_node_can_run) {
+  using namespace ge::plugin;
+  auto python = [](std::string name, std::string path) {
+    PluginRecord r;
+    r.name = std::move(name);
+    r.path = std::move(path);
+    r.status = PluginStatus::kOk;
+    return r;
+  };
+  OpRecord legacy;
+  legacy.op_type = "Old";
+  legacy.capabilities = {"eager_execute"};
+  OpRecord relu;
+  relu.op_type = "Relu";
+  relu.capabilities = {"eager_execute"};
+  // A legacy execute without a prototype, alone.
+  PluginRecord old = python("old", "/o/old.py");
+  old.unprototyped = {legacy};
+  std::vector<Diagnostic> notes = UnservedNotes(Resolve({old}));
+  BOOST_REQUIRE_EQUAL(notes.size(), 1u);
+  BOOST_CHECK(notes[0] == Unprototyped("Old", "old", "/o/old.py"));
+  // With a prototype-only plugin for it: the split, named from the
+  // implementation's side, and no second "prototype only" note.
+  PluginRecord protos = python("protos", "/o/protos.py");
+  protos.prototypes = {"Old", "Lonely"};
+  notes = UnservedNotes(Resolve({old, protos}));
+  BOOST_REQUIRE_EQUAL(notes.size(), 2u);
+  BOOST_CHECK(notes[0] == UnprototypedSplit("Old", "old", "/o/old.py", {{"protos", "/o/protos.py"}}));
+  BOOST_CHECK(notes[1] == PrototypeOnly("Lonely", "protos", "/o/protos.py"));
+  // A prototype an ok plugin implements, or an op library prototypes (in
+  // the records or given apart), is served: no note.
+  PluginRecord impl = python("impl", "/o/impl.py");
+  impl.ops = {relu};
+  protos.prototypes = {"Relu", "Lib", "Given"};
+  PluginRecord lib = python("libp.so", "/o/libp.so");
+  lib.op_library = true;
+  lib.prototypes = {"Lib"};
+  BOOST_CHECK(UnservedNotes(Resolve({impl, protos, lib}), {"Given"}).empty());
+  // Not when the library failed, nor when the implementing plugin lost a conflict.
+  lib.status = PluginStatus::kError;
+  notes = UnservedNotes(Resolve({impl, protos, lib}), {"Given"});
+  BOOST_REQUIRE_EQUAL(notes.size(), 1u);
+  BOOST_CHECK(notes[0] == PrototypeOnly("Lib", "protos", "/o/protos.py"));
+  PluginRecord first = python("first", "/o/first.py");
+  first.ops = {relu};
+  protos.prototypes = {"Relu"};
+  std::vector<PluginRecord> resolved = Resolve({first, impl, protos});
+  BOOST_CHECK(resolved[1].status == PluginStatus::kConflict);
+  BOOST_CHECK(UnservedNotes(resolved).empty());  // Relu is served by "first"
+  // A plugin that failed says nothing of its prototypes (its error does).
+  protos.status = PluginStatus::kError;
+  protos.prototypes = {"Lonely"};
+  BOOST_CHECK(UnservedNotes(Resolve({protos})).empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_malformed_record_names_its_field) {

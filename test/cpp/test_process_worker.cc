@@ -449,7 +449,7 @@ BOOST_AUTO_TEST_CASE(an_import_error_in_the_worker_is_reported_as_in_process) {
   const PluginReport r = host.LoadPlugin(pkg.string());
   BOOST_CHECK_EQUAL(ge::plugin::StatusName(r.status), "error");
   BOOST_CHECK_EQUAL(r.isolation, "process");
-  BOOST_CHECK_EQUAL(r.error.kind, "import");
+  BOOST_CHECK(r.error.kind == ge::plugin::ErrorKind::kImport);
   BOOST_CHECK_EQUAL(r.error.exception, "ModuleNotFoundError");
   BOOST_CHECK_MESSAGE(Contains(r.error.message, "ge_no_such_module_xyz"), r.error.message);
   BOOST_CHECK_MESSAGE(Contains(r.error.file, "__init__.py") && r.error.line == 2, r.error.file << ":" << r.error.line);

@@ -14,13 +14,20 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::pair<DiagnosticKind, std::string_view>, 5> kKindNames{{
+constexpr std::array<std::pair<DiagnosticKind, std::string_view>, 8> kKindNames{{
     {DiagnosticKind::kPrototypeReplaced, "prototype_replaced"},
     {DiagnosticKind::kPrototypeUnused, "prototype_unused"},
     {DiagnosticKind::kLibraryPrototypeShadowed, "library_prototype_shadowed"},
     {DiagnosticKind::kReleaseRules, "release_rules"},
     {DiagnosticKind::kSplitPrototype, "split_prototype"},
+    {DiagnosticKind::kUnprototyped, "unprototyped"},
+    {DiagnosticKind::kUnprototypedSplit, "unprototyped_split"},
+    {DiagnosticKind::kPrototypeOnly, "prototype_only"},
 }};
+
+bool HasPrototypedBy(DiagnosticKind k) {
+  return k == DiagnosticKind::kSplitPrototype || k == DiagnosticKind::kUnprototypedSplit;
+}
 
 std::string PythonPrototype(const Diagnostic& d) {
   return "the Python prototype of op_type '" + d.op_type + "' in plugin '" + d.plugin + "' (" + d.path + ")";
@@ -56,6 +63,13 @@ std::string Text(const Diagnostic& d) {
       return d.path + ": " + d.cause;
     case DiagnosticKind::kSplitPrototype:
       return SplitPrototypeNote(d.op_type, d.prototyped_by);
+    case DiagnosticKind::kUnprototyped:
+      return UnprototypedNote(d.plugin, d.path, d.op_type);
+    case DiagnosticKind::kUnprototypedSplit:
+      return UnprototypedSplitNote(d.plugin, d.path, d.op_type, d.prototyped_by);
+    case DiagnosticKind::kPrototypeOnly:
+      return "plugin '" + d.plugin + "' (" + d.path + ") registers its prototype (register_op) but no loaded plugin " +
+             "implements it (register_op_impl); " + kSplitAdvice;
   }
   return d.cause;
 }
@@ -66,7 +80,7 @@ json ToJson(const Diagnostic& d) {
   if (!d.path.empty()) j["path"] = PathText(d.path);
   if (!d.library.empty()) j["library"] = PathText(d.library);
   if (!d.cause.empty()) j["cause"] = Utf8Text(d.cause);
-  if (d.kind == DiagnosticKind::kSplitPrototype) {
+  if (HasPrototypedBy(d.kind)) {
     json by = json::array();
     for (const auto& [name, path] : d.prototyped_by) by.push_back({{"name", Utf8Text(name)}, {"path", PathText(path)}});
     j["prototyped_by"] = std::move(by);
@@ -122,13 +136,18 @@ std::optional<Diagnostic> DiagnosticFromJson(const json& j, std::string* why) {
     case DiagnosticKind::kSplitPrototype:
       needed = {{"op_type", &d.op_type}};
       break;
+    case DiagnosticKind::kUnprototyped:
+    case DiagnosticKind::kUnprototypedSplit:
+    case DiagnosticKind::kPrototypeOnly:
+      needed = {{"op_type", &d.op_type}, {"plugin", &d.plugin}, {"path", &d.path}};
+      break;
   }
   for (const auto& [key, value] : needed) {
     if (value->empty()) {
       return fail(std::string("diagnostic (") + std::string(KindName(d.kind)) + "): field '" + key + "' is missing or empty");
     }
   }
-  if (d.kind == DiagnosticKind::kSplitPrototype) {
+  if (HasPrototypedBy(d.kind)) {
     auto by = j.find("prototyped_by");
     if (by == j.end() || !by->is_array()) return fail("diagnostic: field 'prototyped_by' must be an array");
     for (const json& p : *by) {
@@ -139,7 +158,9 @@ std::optional<Diagnostic> DiagnosticFromJson(const json& j, std::string* why) {
       if (!path) return fail("diagnostic: 'prototyped_by' path is not a path spelling");
       d.prototyped_by.emplace_back(p["name"].get<std::string>(), std::move(*path));
     }
-    if (d.prototyped_by.empty()) return fail("diagnostic (split_prototype): field 'prototyped_by' is empty");
+    if (d.prototyped_by.empty()) {
+      return fail("diagnostic (" + std::string(KindName(d.kind)) + "): field 'prototyped_by' is empty");
+    }
   }
   return d;
 }
@@ -183,6 +204,29 @@ Diagnostic SplitPrototype(std::string op_type, std::vector<std::pair<std::string
   d.kind = DiagnosticKind::kSplitPrototype;
   d.op_type = std::move(op_type);
   d.prototyped_by = std::move(prototyped_by);
+  return d;
+}
+
+Diagnostic Unprototyped(std::string op_type, std::string plugin, std::string path) {
+  Diagnostic d;
+  d.kind = DiagnosticKind::kUnprototyped;
+  d.op_type = std::move(op_type);
+  d.plugin = std::move(plugin);
+  d.path = std::move(path);
+  return d;
+}
+
+Diagnostic UnprototypedSplit(std::string op_type, std::string plugin, std::string path,
+                             std::vector<std::pair<std::string, std::string>> prototyped_by) {
+  Diagnostic d = Unprototyped(std::move(op_type), std::move(plugin), std::move(path));
+  d.kind = DiagnosticKind::kUnprototypedSplit;
+  d.prototyped_by = std::move(prototyped_by);
+  return d;
+}
+
+Diagnostic PrototypeOnly(std::string op_type, std::string plugin, std::string path) {
+  Diagnostic d = Unprototyped(std::move(op_type), std::move(plugin), std::move(path));
+  d.kind = DiagnosticKind::kPrototypeOnly;
   return d;
 }
 

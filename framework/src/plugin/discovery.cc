@@ -325,7 +325,7 @@ class Builder {
   // A problem is reported once, also when its entry is listed twice.
   void Problem(const std::string& name, const std::string& path, PluginStatus status, const std::string& message) {
     if (!problems_seen_.emplace(path, message).second) return;
-    out_.problems.push_back(ProblemRecord(name, path, status, "discovery", message));
+    out_.problems.push_back(ProblemRecord(name, path, status, ErrorKind::kDiscovery, message));
   }
 
   // `entry_reason`: the safety verdict on c.path when the caller has its
@@ -356,7 +356,7 @@ class Builder {
     }
     if (!fresh_file) {
       if (first_entry != c.path) {
-        PluginRecord r = ProblemRecord(c.name, c.path, PluginStatus::kConflict, "conflict",
+        PluginRecord r = ProblemRecord(c.name, c.path, PluginStatus::kConflict, ErrorKind::kConflict,
                                        c.path + " is the same file as " + std::string(first_entry) +
                                            ", already a plugin (a file is loaded once; first in path order wins)");
         r.conflicts_with = std::string(first_entry);
@@ -374,7 +374,7 @@ class Builder {
     auto [it, fresh] = c.is_op_library ? std::make_pair(owners_.end(), true) : owners_.emplace(c.name, out_.plugins.size());
     if (!fresh) {
       const std::string& owner = out_.plugins[it->second].path;
-      PluginRecord r = ProblemRecord(c.name, c.path, PluginStatus::kConflict, "conflict",
+      PluginRecord r = ProblemRecord(c.name, c.path, PluginStatus::kConflict, ErrorKind::kConflict,
                                      "plugin name '" + c.name + "' of " + c.path + " is already used by " + owner +
                                          " (plugin names are unique over the opp path; first in path order wins)");
       r.conflicts_with = owner;

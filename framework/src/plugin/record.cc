@@ -33,6 +33,47 @@ constexpr std::array<std::pair<PluginStatus, std::string_view>, 9> kStatusNames{
     {PluginStatus::kExited, "exited"},
 }};
 
+constexpr std::array<std::pair<ErrorKind, std::string_view>, 14> kErrorKindNames{{
+    {ErrorKind::kNone, ""},
+    {ErrorKind::kDiscovery, "discovery"},
+    {ErrorKind::kMetadata, "metadata"},
+    {ErrorKind::kName, "name"},
+    {ErrorKind::kExtension, "extension"},
+    {ErrorKind::kImport, "import"},
+    {ErrorKind::kValidation, "validation"},
+    {ErrorKind::kPrototype, "prototype"},
+    {ErrorKind::kConflict, "conflict"},
+    {ErrorKind::kInsecure, "insecure"},
+    {ErrorKind::kSkipped, "skipped"},
+    {ErrorKind::kLoad, "load"},
+    {ErrorKind::kScan, "scan"},
+    {ErrorKind::kBusyThread, "busy_thread"},
+}};
+
+constexpr std::array<std::pair<ConflictRule, std::string_view>, 5> kConflictRuleNames{{
+    {ConflictRule::kNone, ""},
+    {ConflictRule::kPathOrder, "path_order"},
+    {ConflictRule::kBuiltin, "builtin"},
+    {ConflictRule::kFirstLibrary, "first_library"},
+    {ConflictRule::kLibraryOverPython, "library_over_python"},
+}};
+
+template <typename E, std::size_t N>
+std::string_view NameOf(const std::array<std::pair<E, std::string_view>, N>& table, E value) {
+  for (const auto& [v, name] : table) {
+    if (v == value) return name;
+  }
+  return {};
+}
+
+template <typename E, std::size_t N>
+std::optional<E> ValueOf(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view name) {
+  for (const auto& [v, n] : table) {
+    if (n == name) return v;
+  }
+  return std::nullopt;
+}
+
 const std::set<std::string> kIsolations{"", "subinterpreter", "main", "process"};
 
 // Reads typed fields of one JSON object, remembering the first problem.
@@ -131,19 +172,60 @@ std::string PluginError::OneLine() const {
   return text + " " + at;
 }
 
+std::string_view ErrorKindName(ErrorKind k) { return NameOf(kErrorKindNames, k); }
+
+std::optional<ErrorKind> ParseErrorKind(std::string_view name) { return ValueOf(kErrorKindNames, name); }
+
+ErrorKind KindFromPython(std::string_view ge_kind, ErrorKind otherwise) {
+  for (ErrorKind k : {ErrorKind::kExtension, ErrorKind::kPrototype, ErrorKind::kName}) {
+    if (ge_kind == ErrorKindName(k)) return k;
+  }
+  return otherwise;
+}
+
+std::string_view ConflictRuleName(ConflictRule r) { return NameOf(kConflictRuleNames, r); }
+
+std::ostream& operator<<(std::ostream& os, ErrorKind k) { return os << (k == ErrorKind::kNone ? "none" : ErrorKindName(k)); }
+
+std::ostream& operator<<(std::ostream& os, ConflictRule r) {
+  return os << (r == ConflictRule::kNone ? "none" : ConflictRuleName(r));
+}
+
+std::optional<ConflictRule> ParseConflictRule(std::string_view name) { return ValueOf(kConflictRuleNames, name); }
+
+std::string ConflictMessage(const std::string& op_type, const std::string& path, const std::string& other,
+                            ConflictRule rule) {
+  const char* why = " (first in path order wins)";
+  switch (rule) {
+    case ConflictRule::kNone:
+    case ConflictRule::kPathOrder:
+      break;
+    case ConflictRule::kBuiltin:
+      why = " (a built-in op cannot be replaced)";
+      break;
+    case ConflictRule::kFirstLibrary:
+      why = " (the first op library in path order wins)";
+      break;
+    case ConflictRule::kLibraryOverPython:
+      why = " (op libraries load before Python plugins: the library's op wins)";
+      break;
+  }
+  return "op_type '" + op_type + "' from " + path + " conflicts with the one from " + other + why;
+}
+
 std::vector<std::string> PluginRecord::OpTypes() const {
   std::vector<std::string> out;
   for (const auto& op : ops) out.push_back(op.op_type);
   return out;
 }
 
-PluginRecord ProblemRecord(std::string name, std::string path, PluginStatus status, std::string kind,
+PluginRecord ProblemRecord(std::string name, std::string path, PluginStatus status, ErrorKind kind,
                            std::string message) {
   PluginRecord r;
   r.name = std::move(name);
   r.path = std::move(path);
   r.status = status;
-  r.error.kind = std::move(kind);
+  r.error.kind = kind;
   r.error.message = std::move(message);
   return r;
 }
@@ -230,7 +312,8 @@ json ToJson(const PluginRecord& r, bool with_detail) {
   j["unprototyped"] = std::move(unprototyped);
   if (!with_detail) return j;
   j["description"] = Utf8Text(r.description);
-  if (!r.error.kind.empty()) j["error_kind"] = r.error.kind;
+  if (r.error.kind != ErrorKind::kNone) j["error_kind"] = std::string(ErrorKindName(r.error.kind));
+  if (r.error.rule != ConflictRule::kNone) j["conflict_rule"] = std::string(ConflictRuleName(r.error.rule));
   if (!r.error.exception.empty()) j["error_type"] = r.error.exception;
   if (!r.error.file.empty() && r.error.line > 0) {
     j["error_file"] = PathText(r.error.file);
@@ -287,7 +370,9 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
   // text, notes and location included), else that text.
   in.String("error", r.error.message);
   in.String("error_message", r.error.message);
-  in.String("error_kind", r.error.kind);
+  std::string error_kind, conflict_rule;
+  in.String("error_kind", error_kind);
+  in.String("conflict_rule", conflict_rule);
   in.String("error_type", r.error.exception);
   in.String("details", r.error.traceback);
   in.String("error_op_type", r.error.op_type);
@@ -347,6 +432,31 @@ std::optional<PluginRecord> FromJson(const json& j, std::string* why, bool stamp
     return fail("field 'error_notes' on a record without an error message");
   }
   if (r.path.empty()) return fail("field 'path' is empty");
+  if (const auto k = ParseErrorKind(error_kind); k && (*k != ErrorKind::kNone || !j.contains("error_kind"))) {
+    r.error.kind = *k;
+  } else {
+    return fail("field 'error_kind' has an unknown value '" + Abbreviate(error_kind) + "'");
+  }
+  if (const auto rule = ParseConflictRule(conflict_rule);
+      rule && (*rule != ConflictRule::kNone || !j.contains("conflict_rule"))) {
+    r.error.rule = *rule;
+  } else {
+    return fail("field 'conflict_rule' has an unknown value '" + Abbreviate(conflict_rule) + "'");
+  }
+  if (r.error.rule != ConflictRule::kNone) {
+    // The rule is the message's reason: a record whose two disagree is of
+    // another build, or damaged. The message is compared as JSON holds it
+    // (Utf8Text), then made again from the typed fields, so that a path's
+    // non-UTF-8 bytes come back as bytes.
+    std::string made = r.error.op_type.empty() || r.conflicts_with.empty()
+                           ? std::string()
+                           : ConflictMessage(r.error.op_type, r.path, r.conflicts_with, r.error.rule);
+    if (r.error.kind != ErrorKind::kConflict || made.empty() || Utf8Text(made) != r.error.message) {
+      return fail("field 'conflict_rule' does not agree with the record's conflict (error_kind, error_op_type, "
+                  "conflicts_with, error_message)");
+    }
+    r.error.message = std::move(made);
+  }
   if (kind != "python" && kind != "op_library") return fail("field 'kind' has an unknown value '" + Abbreviate(kind) + "'");
   r.op_library = kind == "op_library";
   if (protos != nullptr) {

@@ -7,25 +7,6 @@
 
 namespace ge::plugin {
 
-std::string ConflictMessage(const std::string& op_type, const std::string& path, const std::string& other,
-                            ConflictRule rule) {
-  const char* why = " (first in path order wins)";
-  switch (rule) {
-    case ConflictRule::kPathOrder:
-      break;
-    case ConflictRule::kBuiltin:
-      why = " (a built-in op cannot be replaced)";
-      break;
-    case ConflictRule::kFirstLibrary:
-      why = " (the first op library in path order wins)";
-      break;
-    case ConflictRule::kLibraryOverPython:
-      why = " (op libraries load before Python plugins: the library's op wins)";
-      break;
-  }
-  return "op_type '" + op_type + "' from " + path + " conflicts with the one from " + other + why;
-}
-
 std::vector<PluginRecord> Resolve(std::vector<PluginRecord> ordered) {
   std::map<std::string, std::string> owner;  // op_type -> path
   std::set<std::string> libraries;            // paths of op libraries that own ops
@@ -42,8 +23,8 @@ std::vector<PluginRecord> Resolve(std::vector<PluginRecord> ordered) {
     PluginRecord& r = *rp;
     // A record keeps its scan verdict; conflicts over op_types are decided
     // here, afresh (a conflict with a built-in op is the scan's verdict).
-    if (r.status == PluginStatus::kConflict && r.error.kind == "conflict" && (!r.ops.empty() || !r.unprototyped.empty()) &&
-        r.conflicts_with != "builtin") {
+    if (r.status == PluginStatus::kConflict && r.error.rule != ConflictRule::kNone &&
+        r.error.rule != ConflictRule::kBuiltin) {
       r.status = PluginStatus::kOk;
       r.error = {};
       r.conflicts_with.clear();
@@ -59,7 +40,8 @@ std::vector<PluginRecord> Resolve(std::vector<PluginRecord> ordered) {
                                                            : ConflictRule::kLibraryOverPython;
       r.status = PluginStatus::kConflict;
       r.error = {};
-      r.error.kind = "conflict";
+      r.error.kind = ErrorKind::kConflict;
+      r.error.rule = rule;
       r.error.op_type = op->op_type;
       r.error.message = ConflictMessage(op->op_type, r.path, it->second, rule);
       r.conflicts_with = it->second;
@@ -106,7 +88,7 @@ std::vector<PluginRecord> Resolve(std::vector<PluginRecord> ordered) {
     for (const auto& t : OwnPrototypeOpTypes(r)) prototyped_by[t].emplace_back(r.name, r.path);
   }
   for (auto& r : ordered) {
-    if (r.op_library || r.error.kind != "prototype") continue;
+    if (r.op_library || r.error.kind != ErrorKind::kPrototype) continue;
     auto& notes = r.error.notes;
     for (auto n = notes.begin(); n != notes.end();) {
       n = n->kind == DiagnosticKind::kSplitPrototype ? notes.erase(n) : std::next(n);
@@ -115,6 +97,45 @@ std::vector<PluginRecord> Resolve(std::vector<PluginRecord> ordered) {
     if (it != prototyped_by.end()) notes.push_back(SplitPrototype(r.error.op_type, it->second));
   }
   return ordered;
+}
+
+std::vector<Diagnostic> UnservedNotes(const std::vector<PluginRecord>& resolved,
+                                      const std::set<std::string>& library_prototypes) {
+  std::set<std::string> served = library_prototypes;  // op_types a node can run, or a library prototypes
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> prototyped_by;  // op_type -> (name, path)
+  std::set<std::string> legacy;  // op_types a legacy op without a prototype takes
+  for (const auto& r : resolved) {
+    if (r.ok()) {
+      for (const auto& op : r.ops) served.insert(op.op_type);
+      if (r.op_library) served.insert(r.prototypes.begin(), r.prototypes.end());
+    }
+    for (const auto& t : OwnPrototypeOpTypes(r)) prototyped_by[t].emplace_back(r.name, r.path);
+    if (r.ok() || r.status == PluginStatus::kConflict) {
+      for (const auto& op : r.unprototyped) legacy.insert(op.op_type);
+    }
+  }
+  std::vector<Diagnostic> out;
+  for (const auto& r : resolved) {
+    if (r.op_library) continue;
+    if (r.ok() || r.status == PluginStatus::kConflict) {
+      for (const auto& op : r.unprototyped) {
+        std::vector<std::pair<std::string, std::string>> others;
+        if (auto it = prototyped_by.find(op.op_type); it != prototyped_by.end()) {
+          for (const auto& who : it->second) {
+            if (who.second != r.path) others.push_back(who);
+          }
+        }
+        out.push_back(others.empty() ? Unprototyped(op.op_type, r.name, r.path)
+                                     : UnprototypedSplit(op.op_type, r.name, r.path, std::move(others)));
+      }
+    }
+    if (!r.ok()) continue;
+    for (const auto& t : r.prototypes) {
+      if (served.count(t) || legacy.count(t)) continue;
+      out.push_back(PrototypeOnly(t, r.name, r.path));
+    }
+  }
+  return out;
 }
 
 }  // namespace ge::plugin

@@ -25,8 +25,10 @@ inline constexpr const char* kCacheFormat = "ge-plugin-registry-cache";
 // error_op_type (older caches are rescanned, not misread as having none).
 // 5: ops carry their release rules, records their unprototyped ops. 6:
 // warnings and error notes are typed diagnostics ("diagnostics",
-// "error_notes"), the error's bare message is "error_message".
-inline constexpr int kCacheVersion = 6;
+// "error_notes"), the error's bare message is "error_message". 7: error
+// kinds are a closed set (an unknown one is refused), an op_type conflict
+// carries its "conflict_rule".
+inline constexpr int kCacheVersion = 7;
 // The most a cache (and its listing index) may be: 1000 plugins take about
 // 5 MiB. Larger files, and anything that is not a regular file, are refused
 // (and rebuilt) without being read.

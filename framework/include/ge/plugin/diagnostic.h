@@ -39,6 +39,16 @@ enum class DiagnosticKind {
   // On an implementation's "canonical IR not found" for `op_type`: the
   // prototype is registered by `prototyped_by` (name, path), other plugins.
   kSplitPrototype,
+  // Why a node of `op_type` cannot run although plugin `plugin` (`path`)
+  // implements it: its legacy execute registered without a prototype and
+  // no plugin or op library registers one.
+  kUnprototyped,
+  // The same when other plugins, `prototyped_by` (name, path), register the
+  // prototype: the two halves of a split, named from the implementation's side.
+  kUnprototypedSplit,
+  // Plugin `plugin` (`path`) registers a prototype of `op_type` that no
+  // loaded plugin implements and no op library prototypes.
+  kPrototypeOnly,
 };
 
 struct Diagnostic {
@@ -48,7 +58,7 @@ struct Diagnostic {
   std::string path;     // the plugin (or op library) the fact is about (bytes)
   std::string library;  // the other op library concerned (bytes)
   std::string cause;    // kReleaseRules: what the rules say
-  std::vector<std::pair<std::string, std::string>> prototyped_by;  // kSplitPrototype: (name, path)
+  std::vector<std::pair<std::string, std::string>> prototyped_by;  // kSplitPrototype, kUnprototypedSplit: (name, path)
   bool operator==(const Diagnostic& o) const {
     return kind == o.kind && op_type == o.op_type && plugin == o.plugin && path == o.path && library == o.library &&
            cause == o.cause && prototyped_by == o.prototyped_by;
@@ -59,7 +69,8 @@ struct Diagnostic {
 std::string Text(const Diagnostic& d);
 
 // "prototype_replaced", "prototype_unused", "library_prototype_shadowed",
-// "release_rules", "split_prototype" (the JSON spelling), and back.
+// "release_rules", "split_prototype", "unprototyped", "unprototyped_split",
+// "prototype_only" (the JSON spelling), and back.
 std::string_view KindName(DiagnosticKind k);
 std::optional<DiagnosticKind> ParseDiagnosticKind(std::string_view name);
 
@@ -76,5 +87,9 @@ Diagnostic PrototypeUnused(std::string op_type, std::string plugin, std::string 
 Diagnostic LibraryPrototypeShadowed(std::string op_type, std::string path, std::string first_library);
 Diagnostic ReleaseRules(std::string op_type, std::string path, std::string cause);
 Diagnostic SplitPrototype(std::string op_type, std::vector<std::pair<std::string, std::string>> prototyped_by);
+Diagnostic Unprototyped(std::string op_type, std::string plugin, std::string path);
+Diagnostic UnprototypedSplit(std::string op_type, std::string plugin, std::string path,
+                             std::vector<std::pair<std::string, std::string>> prototyped_by);
+Diagnostic PrototypeOnly(std::string op_type, std::string plugin, std::string path);
 
 }  // namespace ge::plugin

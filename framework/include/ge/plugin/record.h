@@ -38,10 +38,55 @@ std::string_view StatusName(PluginStatus s);
 std::optional<PluginStatus> ParseStatus(std::string_view name);
 std::ostream& operator<<(std::ostream& os, PluginStatus s);
 
+// The step of a load that failed, or the verdict that stopped it: a closed
+// set, so that every reader switches on the kind, never on a message
+// (share/docs/host-design.md, "Diagnostics"). JSON: "error_kind".
+enum class ErrorKind {
+  kNone,        // no error
+  kDiscovery,   // not a plugin (a stray file, a bad name, a missing opp path entry)
+  kMetadata,    // its pyproject.toml
+  kName,        // its module name would shadow another module (ge._loader)
+  kExtension,   // it imports an extension module refused in a sub-interpreter
+  kImport,      // its import raised (or its worker could not start)
+  kValidation,  // an implementation does not match its prototype
+  kPrototype,   // an implementation whose prototype (canonical IR) is not found
+  kConflict,    // its name or an op_type is taken: conflicts_with, conflict_rule
+  kInsecure,    // refused before any code ran: owner, mode, leaves its folder
+  kSkipped,     // HostOptions::skip_plugin said no (a crash verdict)
+  kLoad,        // an op library that dlopen refused, or that failed to describe a registration
+  kScan,        // the scanner's own verdict (a signal, an exit, a time limit)
+  kBusyThread,  // the import left a thread keeping the CPU busy
+};
+// "discovery", "metadata", ... ("" for kNone), and back (nullopt when unknown).
+std::string_view ErrorKindName(ErrorKind k);
+std::optional<ErrorKind> ParseErrorKind(std::string_view name);
+// The kind a Python exception's `__ge_kind__` names ("extension",
+// "prototype", "name": the ones ge's own modules set), else `otherwise` (a
+// plugin's own exception may carry any attribute).
+ErrorKind KindFromPython(std::string_view ge_kind, ErrorKind otherwise);
+std::ostream& operator<<(std::ostream& os, ErrorKind k);
+
+// Why the op_type's first owner wins a conflict (ge/plugin/resolve.h).
+enum class ConflictRule {
+  kNone,               // not an op_type conflict (a plugin name, or no conflict)
+  kPathOrder,          // two Python plugins: the first in path order
+  kBuiltin,            // a built-in op cannot be replaced
+  kFirstLibrary,       // two op libraries: the first in path order
+  kLibraryOverPython,  // op libraries load before Python plugins
+};
+// "path_order", "builtin", "first_library", "library_over_python" ("" for kNone), and back.
+std::string_view ConflictRuleName(ConflictRule r);
+std::optional<ConflictRule> ParseConflictRule(std::string_view name);
+std::ostream& operator<<(std::ostream& os, ConflictRule r);
+// "op_type 'X' from PATH conflicts with the one from OTHER (<rule>)": the one
+// wording of an op_type conflict, for the host, the registry and the
+// engine's op registry (kNone words as kPathOrder).
+std::string ConflictMessage(const std::string& op_type, const std::string& path, const std::string& other,
+                            ConflictRule rule);
+
 // What went wrong, as data (never parsed back from a message).
 struct PluginError {
-  std::string kind;       // "discovery", "metadata", "import", "validation", "conflict", "insecure",
-                          // "skipped", "scan" ("" when there is no error)
+  ErrorKind kind = ErrorKind::kNone;
   std::string message;    // one line; names the plugin's file (or the offending field)
   std::string exception;  // the Python exception type ("SyntaxError"), "" when not a Python error
   std::string file;       // the plugin file the error points into, when known
@@ -55,6 +100,9 @@ struct PluginError {
   // the prototype). `message` never holds them: the registry's resolver
   // decides them afresh over the records.
   std::vector<Diagnostic> notes;
+  // Kind kConflict over an op_type: the rule that decided it (the message
+  // says it in words; PluginRecord::conflicts_with names the winner).
+  ConflictRule rule = ConflictRule::kNone;
   bool empty() const { return message.empty(); }
   // The one text of the error: "message; <note>... (at file:line)", the
   // location when known and not already in the message.
@@ -141,7 +189,7 @@ struct PluginRecord {
 };
 
 // A record that only reports a problem (status and one-line error of `kind`).
-PluginRecord ProblemRecord(std::string name, std::string path, PluginStatus status, std::string kind,
+PluginRecord ProblemRecord(std::string name, std::string path, PluginStatus status, ErrorKind kind,
                            std::string message);
 
 // A prototype and its implementation split over two plugins (each plugin has

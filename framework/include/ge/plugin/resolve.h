@@ -13,6 +13,7 @@
 // Thread-safety: pure functions over values.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,23 +21,10 @@
 
 namespace ge::plugin {
 
-// Why the op_type's first owner wins.
-enum class ConflictRule {
-  kPathOrder,          // two Python plugins: the first in path order
-  kBuiltin,            // a built-in op cannot be replaced
-  kFirstLibrary,       // two op libraries: the first in path order
-  kLibraryOverPython,  // op libraries load before Python plugins
-};
-
-// "op_type 'X' from PATH conflicts with the one from OTHER (<rule>)": the one
-// wording of a conflict, for the host, the registry and the engine's registry.
-std::string ConflictMessage(const std::string& op_type, const std::string& path, const std::string& other,
-                            ConflictRule rule);
-
 // Applies the rules over records in opp-path order (discovery problems may
 // follow): a record whose op_type an earlier ok one takes becomes status
-// "conflict" (error kind "conflict", op_type, conflicts_with, the message
-// above); an earlier conflict verdict of the resolver is taken afresh (one
+// "conflict" (error kind kConflict, op_type, conflicts_with, its
+// ConflictRule and ConflictMessage); an earlier conflict verdict of the resolver is taken afresh (one
 // with a built-in op stays). Warnings kPrototypeReplaced become
 // kPrototypeUnused where an op library owns the op_type as a C++ custom op;
 // an ok op library's prototype of an op_type an earlier one prototypes gets
@@ -45,5 +33,19 @@ std::string ConflictMessage(const std::string& op_type, const std::string& path,
 // that prototype its op_type themselves (OwnPrototypeOpTypes). Returns the
 // records in the same order.
 std::vector<PluginRecord> Resolve(std::vector<PluginRecord> ordered);
+
+// What a node of an op_type no record serves is told (the engine's "unknown
+// op_type" and ge-plugin-ls --check), decided over records Resolve has
+// decided, in their order: for each legacy op without a prototype
+// (`unprototyped`) of an ok or conflicting record, kUnprototypedSplit when ok
+// Python plugins prototype its op_type themselves (OwnPrototypeOpTypes),
+// else kUnprototyped; for each ok Python plugin's prototype that it does
+// not implement, that no ok record takes, that no legacy op's split already
+// names and that no op library prototypes (an ok library's `prototypes`, or
+// `library_prototypes`: libraries the records do not show, e.g.
+// HostOptions::prototype_libraries), kPrototypeOnly. Each note's `path` is
+// the record it is about.
+std::vector<Diagnostic> UnservedNotes(const std::vector<PluginRecord>& resolved,
+                                      const std::set<std::string>& library_prototypes = {});
 
 }  // namespace ge::plugin
