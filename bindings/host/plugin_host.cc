@@ -11,7 +11,10 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <mutex>
 
 #include "dispatch.h"
 #include "errors.h"
@@ -23,6 +26,7 @@
 #include "ge/plugin/resolve.h"
 #include "ge/text.h"
 #include "interpreter.h"
+#include "library_probe.h"
 #include "load_contract.h"
 #include "process_plugin.h"
 #include "process_worker.h"
@@ -375,6 +379,7 @@ struct PluginHost::Impl {
   // The prototypes of op libraries that failed: op_type -> (library, its one-line error).
   std::map<std::string, std::pair<std::string, std::string>> failed_protos;
   bool prototype_libraries_loaded = false;  // HostOptions::prototype_libraries
+  bool probe_warned = false;  // the "loaded without first loading each alone" warning, once
   // Main-interpreter plugins loaded: (module name, (op_type, descriptor key)...).
   // The main interpreter outlives the host, so Unload removes their modules and
   // registrations from it; otherwise a later host would re-import nothing.
@@ -1046,10 +1051,8 @@ struct PluginHost::Impl {
     l.report.conflicts_with = other;
   }
 
-  // Safety and skip verdicts, then dlopen (one at a time, process-wide) and
-  // what the library registered; a prototype the library could not describe
-  // (its `error`) fails the whole library.
-  void OpenLibrary(LibraryLoading& l) {
+  // Safety and skip verdicts (before anything of the library runs).
+  void AdmitLibrary(LibraryLoading& l) {
     const plugin::Candidate& c = l.lib;
     if (!c.insecure.empty() && !opts.allow_insecure) {
       return StopLibrary(l, plugin::PluginStatus::kInsecure, plugin::ErrorKind::kInsecure, plugin::InsecureMessage(c.insecure));
@@ -1059,14 +1062,91 @@ struct PluginHost::Impl {
         return StopLibrary(l, plugin::PluginStatus::kSkipped, plugin::ErrorKind::kSkipped, c.path + ": " + why);
       }
     }
+  }
+
+  // The verdicts of the admitted libraries of `batch` loaded alone
+  // (library_probe.h), each asked once per process and file version.
+  std::vector<LibraryVerdict> ProbeLibraries(const std::vector<LibraryLoading>& batch) {
+    std::vector<LibraryVerdict> out(batch.size());
+    if (!opts.probe_op_libraries) return out;
+    // (device, inode, mtime, size) -> verdict: a library file is probed once
+    // per process (hosts of one process share it; a new version is probed again).
+    using Key = std::tuple<dev_t, ino_t, long long, long long>;
+    static std::mutex mu;
+    static std::map<Key, LibraryVerdict> known;
+    std::vector<std::string> paths;
+    std::vector<std::size_t> which;
+    std::vector<Key> keys(batch.size());
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (!batch[i].go_on) continue;
+        struct stat st {};
+        if (::stat(batch[i].lib.real_path.c_str(), &st) != 0) continue;  // LoadOpLibrary says why
+        keys[i] = Key{st.st_dev, st.st_ino, static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec,
+                      static_cast<long long>(st.st_size)};
+        if (auto it = known.find(keys[i]); it != known.end()) {
+          out[i] = it->second;
+          continue;
+        }
+        paths.push_back(batch[i].lib.real_path);
+        which.push_back(i);
+      }
+    }
+    if (paths.empty()) return out;
+    const std::string worker = WorkerExecutable();
+    boost::system::error_code ec;
+    std::vector<LibraryVerdict> got;
+    if (!boost::filesystem::is_regular_file(worker, ec)) {
+      got.assign(paths.size(), LibraryVerdict{});
+      for (auto& v : got) v.message = "the op library probe " + worker + " does not exist (set GE_PLUGIN_WORKER to its path)";
+    } else {
+      got = ProbeOpLibraries(paths, worker, opts.op_library_probe_timeout_s);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    for (std::size_t k = 0; k < which.size(); ++k) {
+      out[which[k]] = got[k];
+      if (got[k].outcome != LibraryVerdict::Outcome::kNotProbed) known[keys[which[k]]] = got[k];
+    }
+    return out;
+  }
+
+  // The library's verdict alone, then dlopen here (one at a time,
+  // process-wide) and what the library registered; a prototype the library
+  // could not describe (its `error`) fails the whole library.
+  void OpenLibrary(LibraryLoading& l, const LibraryVerdict& alone) {
+    const plugin::Candidate& c = l.lib;
+    // dlopen names what it opened (the link's target): say which entry it was.
+    const std::string entry = c.real_path != c.path ? " (op library " + c.path + ")" : std::string();
+    switch (alone.outcome) {
+      case LibraryVerdict::Outcome::kLoaded:
+        break;
+      case LibraryVerdict::Outcome::kNotProbed:
+        if (opts.probe_op_libraries && !probe_warned) {
+          probe_warned = true;
+          log->warn("op libraries are loaded without first loading each alone: {}", TerminalSafe(alone.message));
+        }
+        break;
+      case LibraryVerdict::Outcome::kRefused:
+        return StopLibrary(l, plugin::PluginStatus::kError, plugin::ErrorKind::kLoad, alone.message + entry);
+      case LibraryVerdict::Outcome::kCrashed:
+        StopLibrary(l, plugin::PluginStatus::kCrashed, plugin::ErrorKind::kLoad, alone.message + entry);
+        l.report.signal = alone.signal;
+        return;
+      case LibraryVerdict::Outcome::kExited:
+        StopLibrary(l, plugin::PluginStatus::kExited, plugin::ErrorKind::kLoad, alone.message + entry);
+        l.report.exit_code = alone.exit_code;
+        return;
+      case LibraryVerdict::Outcome::kHung:
+        StopLibrary(l, plugin::PluginStatus::kHung, plugin::ErrorKind::kLoad, alone.message + entry);
+        l.report.timeout_s = alone.timeout_s;
+        return;
+    }
     const std::string crumb_text = "loading op library " + TerminalSafe(c.path);
     CrashBreadcrumb crumb(crumb_text.c_str(), CrashBreadcrumb::Phase::kLoading);
     plugin::OpLibraryLoad load = plugin::LoadOpLibrary(c.real_path);
     if (!load.error.empty()) {
-      // dlopen names what it opened (the link's target): say which entry it was.
-      std::string msg = load.error;
-      if (c.real_path != c.path) msg += " (op library " + c.path + ")";
-      return StopLibrary(l, plugin::PluginStatus::kError, plugin::ErrorKind::kLoad, std::move(msg));
+      return StopLibrary(l, plugin::PluginStatus::kError, plugin::ErrorKind::kLoad, load.error + entry);
     }
     l.regs = std::move(load.registrations);
     // Every bad registration is reported, in one error.
@@ -1225,8 +1305,13 @@ struct PluginHost::Impl {
       l.report.name = c.name;
       l.report.path = c.path;
       l.report.op_library = true;
-      OpenLibrary(l);
+      AdmitLibrary(l);
       batch.push_back(std::move(l));
+    }
+    // Each alone first (all probes at once), then here in path order.
+    const std::vector<LibraryVerdict> alone = ProbeLibraries(batch);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (batch[i].go_on) OpenLibrary(batch[i], alone[i]);
     }
     // A custom op whose op_type no library prototypes fails its library; that
     // library's prototypes go too, which may fail another: repeat until stable.
@@ -1237,9 +1322,13 @@ struct PluginHost::Impl {
         if (!l.go_on) continue;
         for (const auto& op : l.regs.custom_ops) {
           if (cpp_protos.count(op.op_type)) continue;
-          StopLibrary(l, plugin::PluginStatus::kError, plugin::ErrorKind::kPrototype,
-                      l.lib.path + ": C++ custom op '" + op.op_type +
-                          "' has no prototype: no op library on the opp path registers REG_OP(" + op.op_type + ")");
+          std::string why = l.lib.path + ": C++ custom op '" + op.op_type +
+                            "' has no prototype: no op library on the opp path registers REG_OP(" + op.op_type + ")";
+          if (const std::string dep = plugin::DependencyPrototypeOwner(op.op_type); !dep.empty()) {
+            why += "; " + dep + ", which it loads as a dependency, registers it, but a prototype is used only " +
+                   "from an op library of the opp path (install " + dep + " beside it: share/docs/op-packages.md)";
+          }
+          StopLibrary(l, plugin::PluginStatus::kError, plugin::ErrorKind::kPrototype, std::move(why));
           l.report.error.op_type = op.op_type;
           again = true;
           break;

@@ -11,13 +11,16 @@
 #include <fstream>
 #include <functional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <boost/filesystem.hpp>
 
+#include "ge/crash_report.h"
 #include "ge/plugin/cache.h"
+#include "ge/plugin/op_library.h"
 #include "ge/hash.h"
 #include "ge/plugin/discovery.h"
 #include "ge/plugin/record.h"
@@ -641,6 +644,50 @@ BOOST_AUTO_TEST_CASE(the_resolver_says_what_no_node_can_run) {
   protos.status = PluginStatus::kError;
   protos.prototypes = {"Lonely"};
   BOOST_CHECK(UnservedNotes(Resolve({protos})).empty());
+}
+
+// A chain a -> b -> c (DT_NEEDED): loading a runs all three's static
+// initializers, and each registration is still its own object's, in
+// whichever order the three are loaded afterwards.
+BOOST_AUTO_TEST_CASE(a_registration_belongs_to_the_library_whose_code_made_it) {
+  const std::string dir = GE_TEST_OPLIB_DIR;
+  auto names = [](const std::vector<ge::RegisteredPrototype>& v) {
+    std::vector<std::string> out;
+    for (const auto& p : v) out.push_back(p.op_type);
+    return out;
+  };
+  const ge::plugin::OpLibraryLoad a = ge::plugin::LoadOpLibrary(dir + "/libge_test_chain_a.so");
+  BOOST_REQUIRE_MESSAGE(a.error.empty(), a.error);
+  BOOST_CHECK(a.registrations.prototypes.empty());
+  BOOST_REQUIRE_EQUAL(a.registrations.custom_ops.size(), 1u);
+  BOOST_CHECK_EQUAL(a.registrations.custom_ops[0].op_type, "ChainTop");
+  // c's prototype waits for c's own load; until then it is a dependency's.
+  BOOST_CHECK_EQUAL(ge::plugin::DependencyPrototypeOwner("ChainBase"), dir + "/libge_test_chain_c.so");
+  const ge::plugin::OpLibraryLoad c = ge::plugin::LoadOpLibrary(dir + "/libge_test_chain_c.so");
+  BOOST_REQUIRE_MESSAGE(c.error.empty(), c.error);
+  BOOST_CHECK(names(c.registrations.prototypes) == std::vector<std::string>{"ChainBase"});
+  BOOST_CHECK(c.registrations.custom_ops.empty());
+  BOOST_CHECK(ge::plugin::DependencyPrototypeOwner("ChainBase").empty());
+  const ge::plugin::OpLibraryLoad b = ge::plugin::LoadOpLibrary(dir + "/libge_test_chain_b.so");
+  BOOST_CHECK(names(b.registrations.prototypes) == std::vector<std::string>{"ChainTop"});
+  // Loaded again: the same, nothing more.
+  BOOST_CHECK(ge::plugin::LoadOpLibrary(dir + "/libge_test_chain_a.so").registrations.prototypes.empty());
+  BOOST_CHECK(names(ge::plugin::LoadOpLibrary(dir + "/libge_test_chain_b.so").registrations.prototypes) ==
+              std::vector<std::string>{"ChainTop"});
+}
+
+BOOST_AUTO_TEST_CASE(the_exception_being_handled_is_described_by_type_and_what) {
+  BOOST_CHECK(ge::DescribeCurrentException().empty());  // none
+  try {
+    throw std::out_of_range("index 7");
+  } catch (...) {
+    BOOST_CHECK_EQUAL(ge::DescribeCurrentException(), "std::out_of_range (what(): index 7)");
+  }
+  try {
+    throw 42;
+  } catch (...) {
+    BOOST_CHECK_EQUAL(ge::DescribeCurrentException(), "int");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_malformed_record_names_its_field) {

@@ -19,9 +19,24 @@
 // subject. The process then ends with exit's code, or 1 when that was 0 (never
 // a success). _exit()/_Exit() and quick_exit() skip exit handlers: a library
 // calling them in its constructors ends the process unreported.
+// A C++ exception escaping a static constructor while loading (the dynamic
+// loader cannot pass it on, so std::terminate runs) is reported by the
+// terminate handler the report installs, before the abort, naming the
+// exception's type and what():
+//   ge-run: error: C++ exception std::runtime_error (what(): no config) escaped while loading op library /opp/lib.so
+// (the SIGABRT that follows is not reported again); the handler installed
+// before ours runs after it.
 #pragma once
 
+#include <string>
+
 namespace ge {
+
+// The exception being handled (in a catch block or a terminate handler),
+// described: its demangled type, then " (what(): ...)" for a
+// std::exception; "" when there is none. Thread-safe; may allocate; throws
+// only std::bad_alloc.
+std::string DescribeCurrentException();
 
 // Installs the report (idempotent; later calls replace prefix and hint). The
 // hint is printed after the report only when the crashing breadcrumb is a

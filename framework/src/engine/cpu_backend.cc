@@ -3,7 +3,11 @@
 
 #include "ge/crash_report.h"
 
+#include <cxxabi.h>
+
 #include <csetjmp>
+#include <exception>
+#include <string>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -61,6 +65,31 @@ constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 struct sigaction g_previous[NSIG];
 std::atomic<int> g_kernels_running{0};  // threads inside kernel code (for the exit() guard)
 
+// One report per process: a terminate report (OnTerminate) stands for the
+// SIGABRT that follows it.
+std::atomic<int> g_reported{0};
+std::terminate_handler g_previous_terminate = nullptr;
+
+// std::terminate while loading (a C++ exception escaping a library's static
+// constructor, which the dynamic loader cannot pass on): says which exception
+// before the abort. Not a signal handler: it may allocate.
+[[noreturn]] void OnTerminate() {
+  const char* prefix = g_report_prefix.load();
+  if (prefix != nullptr && t_breadcrumb != nullptr && t_breadcrumb_loading) {
+    const std::string what = ge::DescribeCurrentException();
+    if (!what.empty() && g_reported.exchange(1) == 0) {
+      const std::string line = std::string(prefix) + "C++ exception " + what + " escaped while " + t_breadcrumb + "\n";
+      (void)!::write(STDERR_FILENO, line.data(), line.size());
+      if (const char* hint = g_report_hint.load()) {
+        SafeWrite(hint);
+        SafeWrite("\n");
+      }
+    }
+  }
+  if (g_previous_terminate != nullptr) g_previous_terminate();
+  std::abort();
+}
+
 void OnFatalSignal(int sig) {
   if (t_in_kernel) {
     if (const char* prefix = g_crash_exit_prefix.load()) {
@@ -86,8 +115,7 @@ void OnFatalSignal(int sig) {
     siglongjmp(t_jump, sig);
   }
   if (const char* prefix = g_report_prefix.load()) {
-    static std::atomic<int> reported{0};
-    if (reported.exchange(1) == 0) {
+    if (g_reported.exchange(1) == 0) {
       const char* abbrev = sigabbrev_np(sig);
       SafeWrite(prefix);
       SafeWrite("fatal signal SIG");
@@ -145,6 +173,7 @@ void InstallHandlers() {
       sa.sa_flags = SA_NODEFER | SA_ONSTACK;
       sigaction(sig, &sa, &g_previous[sig]);
     }
+    g_previous_terminate = std::set_terminate(OnTerminate);
     std::atexit(ExitGuard);
     ::on_exit(ExitWhileLoading, nullptr);  // glibc: unlike atexit, it is given exit()'s status
   });
@@ -281,6 +310,22 @@ KernelCache::~KernelCache() {
 std::size_t KernelCache::LoadedBinaries() const {
   std::lock_guard<std::mutex> lock(mu_);
   return loaded_.size();
+}
+
+std::string DescribeCurrentException() {
+  const std::type_info* type = abi::__cxa_current_exception_type();
+  if (type == nullptr) return {};
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(type->name(), nullptr, nullptr, &status);
+  std::string out = status == 0 && demangled != nullptr ? demangled : type->name();
+  std::free(demangled);
+  try {
+    std::rethrow_exception(std::current_exception());
+  } catch (const std::exception& e) {
+    out += std::string(" (what(): ") + e.what() + ")";
+  } catch (...) {
+  }
+  return out;
 }
 
 void SetKernelCrashExit(const char* prefix) { g_crash_exit_prefix.store(prefix); }

@@ -4,10 +4,13 @@
 #include <utility>
 
 #include "ge/op/library_registrations.h"
+#include "ge/registration_owner.h"
 
 namespace ge {
 
-CustomOpCreatorRegister::CustomOpCreatorRegister(const AscendString& operator_type, const BaseOpCreator& op_creator) {
+namespace {
+
+void RegisterCustomOp(const AscendString& operator_type, const BaseOpCreator& op_creator, const void* origin) {
   RegisteredCustomOp op;
   op.op_type = operator_type.ToStdString();
   if (op_creator) {
@@ -15,15 +18,23 @@ CustomOpCreatorRegister::CustomOpCreatorRegister(const AscendString& operator_ty
   } else {
     op.creator = []() { return std::unique_ptr<BaseCustomOp>(); };
   }
-  AddRegisteredCustomOp(std::move(op));
+  AddRegisteredCustomOpFrom(std::move(op), origin);
 }
 
-CustomOpCreatorRegister::CustomOpCreatorRegister(const AscendString& operator_type, const CustomOpCreateFunc op_creator)
-    : CustomOpCreatorRegister(operator_type, op_creator == nullptr
-                                                 ? BaseOpCreator()
-                                                 : BaseOpCreator([op_creator]() {
-                                                     return std::unique_ptr<BaseCustomOp>(op_creator());
-                                                   })) {}
+}  // namespace
+
+// The owner of the registration (ge/registration_owner.h): the static
+// initializer that called, or REG_AUTO_MAPPING_OP's create function.
+CustomOpCreatorRegister::CustomOpCreatorRegister(const AscendString& operator_type, const BaseOpCreator& op_creator) {
+  RegisterCustomOp(operator_type, op_creator, __builtin_return_address(0));
+}
+
+CustomOpCreatorRegister::CustomOpCreatorRegister(const AscendString& operator_type, const CustomOpCreateFunc op_creator) {
+  RegisterCustomOp(operator_type,
+                   op_creator == nullptr ? BaseOpCreator()
+                                         : BaseOpCreator([op_creator]() { return std::unique_ptr<BaseCustomOp>(op_creator()); }),
+                   op_creator != nullptr ? reinterpret_cast<const void*>(op_creator) : __builtin_return_address(0));
+}
 
 uint32_t OpCapabilities(const BaseCustomOp& op) noexcept {
   const BaseCustomOp* base = &op;

@@ -1,5 +1,6 @@
 // REG_OP chains into OpSchema (ge/op/prototype_recorder.h).
 #include "ge/op/prototype_recorder.h"
+#include "ge/registration_owner.h"
 
 #include <algorithm>
 #include <cctype>
@@ -270,11 +271,14 @@ RegisteredPrototype PrototypeRecorder::Finish() {
 namespace ge {
 
 PrototypeRegistrar::PrototypeRegistrar(const char* op_type, RegisteredPrototype (*make)()) noexcept {
+  // REG_OP's factory is the library's own (hidden) code: its owner.
+  const void* origin = reinterpret_cast<const void*>(make);
   try {
-    AddRegisteredPrototype(make());
+    AddRegisteredPrototypeFrom(make(), origin);
   } catch (const std::exception& e) {
     try {
-      AddRegisteredPrototype(RegisteredPrototype{op_type, nullptr, std::string("REG_OP(") + op_type + "): " + e.what()});
+      AddRegisteredPrototypeFrom(RegisteredPrototype{op_type, nullptr, std::string("REG_OP(") + op_type + "): " + e.what()},
+                                 origin);
     } catch (...) {
       // Out of memory twice during static initialization: nothing left to report with.
     }

@@ -91,6 +91,22 @@ struct HostOptions {
   // another user, a link leaving its opp folder). Off: they are reported with
   // status "insecure" and the reason the registry gives too.
   bool allow_insecure = false;
+  // Load each op library alone first, in a process of its own
+  // (`ge-plugin-worker --probe-op-library`, all of a load's libraries at
+  // once), and here only when that succeeded: a library's status and reason
+  // are what it gets alone, as in the registry, whatever this process loaded
+  // before (a symbol another library made global does not count), and a
+  // crash, exit() or C++ exception in its static constructors is the
+  // library's status ("crashed", "exited"; the exception's type and what()
+  // named) instead of the end of this process. Each library file version is
+  // probed once per process. About one process start per library (some 10
+  // to 30 ms, in parallel). Off: loaded here directly.
+  // share/docs/op-packages.md, "One verdict per library".
+  bool probe_op_libraries = true;
+  // A probe not done within this many seconds (wall) is killed: status
+  // "hung". Below the registry's per-plugin scan limit (10 s), so that both
+  // tools say the same.
+  double op_library_probe_timeout_s = 8.0;
   // Op libraries (absolute paths) whose prototypes Python plugins may bind
   // to, loaded once before the first plugin without a report and without
   // registering their custom ops: how the registry's scanner checks an

@@ -27,8 +27,11 @@ inline constexpr const char* kCacheFormat = "ge-plugin-registry-cache";
 // warnings and error notes are typed diagnostics ("diagnostics",
 // "error_notes"), the error's bare message is "error_message". 7: error
 // kinds are a closed set (an unknown one is refused), an op_type conflict
-// carries its "conflict_rule".
-inline constexpr int kCacheVersion = 7;
+// carries its "conflict_rule". 8: an op library's prototypes and ops are the
+// ones its own code registered (not a dependency's), and its status is the
+// one it gets loaded alone (share/docs/op-packages.md): older records may say
+// otherwise with a fresh stamp, so they are not reused.
+inline constexpr int kCacheVersion = 8;
 // The most a cache (and its listing index) may be: 1000 plugins take about
 // 5 MiB. Larger files, and anything that is not a regular file, are refused
 // (and rebuilt) without being read.
