@@ -91,6 +91,7 @@ bench: build
 	$(BUILD)/bin/ge-bench-launch --benchmark_min_time=0.2
 	GE_PLUGIN_PYTHON_DIR=$(BUILD)/python $(BUILD)/bin/ge-bench-process
 	GE_PLUGIN_PYTHON_DIR=$(BUILD)/python $(PYTHON) test/bench/bench_registry.py --bin $(BUILD)/bin
+	$(PYTHON) test/bench/bench_graph_order.py --bin $(BUILD)/bin
 
 sanitize: deps
 	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGE_PYTHON_EXECUTABLE=$(PYTHON) \
