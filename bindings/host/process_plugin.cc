@@ -4,10 +4,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -27,6 +29,36 @@ namespace {
 const std::shared_ptr<spdlog::logger>& PluginLogger() {
   static const std::shared_ptr<spdlog::logger> logger = Logger("plugin");
   return logger;
+}
+
+// Each worker holds some descriptors open in the engine (its channel, log
+// socket, pidfd, call page and arena mappings: about 7), so the common soft
+// RLIMIT_NOFILE of 1024 would stop at about 140 process plugins. The host
+// waits with poll(2), never select(2) (whose FD_SETSIZE is what the 1024
+// default protects), so, once per process before the first worker starts, the
+// soft limit is raised to the hard one (at most fs.nr_open), as systemd
+// advises for programs that do not use select (systemd.exec(5),
+// LimitNOFILE=). An engine whose own code uses select() on descriptors it
+// opens later should lower it again. share/docs/host-design.md, "Process
+// isolation".
+void RaiseDescriptorLimit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct rlimit lim {};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
+    rlim_t want = lim.rlim_max;
+    if (std::ifstream nr("/proc/sys/fs/nr_open"); nr) {
+      unsigned long long cap = 0;
+      if (nr >> cap && cap > 0 && (want == RLIM_INFINITY || want > cap)) want = static_cast<rlim_t>(cap);
+    }
+    if (want <= lim.rlim_cur) return;
+    const rlim_t before = lim.rlim_cur;
+    lim.rlim_cur = want;
+    if (::setrlimit(RLIMIT_NOFILE, &lim) == 0) {
+      PluginLogger()->debug("raised the soft descriptor limit (RLIMIT_NOFILE) from {} to {} for process plugins",
+                            static_cast<unsigned long long>(before), static_cast<unsigned long long>(want));
+    }
+  });
 }
 
 Clock::time_point DeadlineAfter(double seconds) {
@@ -154,6 +186,7 @@ pid_t ProcessPlugin::WorkerPid() {
 }
 
 std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::string* why) {
+  RaiseDescriptorLimit();
   auto link = std::make_shared<WorkerLink>();
   std::shared_ptr<SharedArena> engine;
   int log_worker_end = -1;  // the worker's end of its log socket, ours until init lends it

@@ -157,3 +157,49 @@ def test_log_level_reaches_the_worker_so_prints_show(ge_run, write_graph, tmp_pa
     assert loud.stderr.count("plugin 'talker' loaded from") == 1, loud.stderr
     debug = ge_run(graph, opp_path=(str(opp),), log_level="debug")
     assert ", in its worker process): 1 op(s)" in debug.stderr, debug.stderr
+
+
+def test_process_plugins_are_not_bounded_by_a_low_soft_descriptor_limit(ge_run_bin, tmp_path):
+    # Each worker holds a few descriptors in the engine; under a soft
+    # RLIMIT_NOFILE of 64 (hard higher, as systemd sets it) about 8 workers
+    # would fit. The host raises the soft limit to the hard one before its
+    # first worker (share/docs/host-design.md, "Process isolation"), so all 20 load.
+    import json
+    import os
+    import resource
+    import subprocess
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1024:
+        pytest.skip(f"the hard descriptor limit here is {hard}")
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    count = 20
+    for i in range(count):
+        (opp / f"ident_{i:02d}.py").write_text(textwrap.dedent(f"""
+            from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+            from ge.runtime import Tensor, TensorDesc
+
+            @register_op(op_type="Ident{i:02d}")
+            def proto(x: TensorDesc) -> TensorDesc:
+                return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+            @register_op_impl(op_type="Ident{i:02d}")
+            class Impl:
+                def execute(self, x: Tensor) -> None:
+                    y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
+                    y.data.cast("B")[:] = x.data.cast("B")
+            """))
+    nodes = [{"name": f"n{i}", "op_type": f"Ident{i:02d}", "inputs": ["x" if i == 0 else f"n{i - 1}:0"]}
+             for i in range(count)]
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps({"inputs": [f32("x", [1.0, 2.0])], "nodes": nodes, "outputs": [f"n{count - 1}:0"]}))
+
+    def low_soft_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+
+    p = subprocess.run([str(ge_run_bin), str(graph), "--opp-path", str(opp), "--output-dir", str(tmp_path / "out"),
+                        "--isolation", "process"], capture_output=True, text=True, timeout=300,
+                       preexec_fn=low_soft_limit, env={k: v for k, v in os.environ.items() if k != "ASCEND_CUSTOM_OPP_PATH"})
+    assert p.returncode == 0, p.stderr
+    assert "Too many open files" not in p.stderr
+    assert np.load(tmp_path / "out" / f"n{count - 1}_0.npy").tolist() == [1.0, 2.0]

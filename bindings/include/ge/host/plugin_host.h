@@ -70,7 +70,9 @@ struct HostOptions {
   // single-file plugins: "subinterpreter" (default), "main" or "process" (each
   // plugin in a worker process of its own; share/docs/host-design.md,
   // "Process isolation"). Others throw std::invalid_argument from the
-  // constructor.
+  // constructor. Before the first worker process starts, the host raises this
+  // process's soft RLIMIT_NOFILE to its hard limit (each worker holds about 7
+  // descriptors here; the host uses poll, never select).
   std::string default_isolation = "subinterpreter";
   // Seconds one call of a process-isolated plugin's op may take; past it the
   // worker is killed and the call fails (restarted for the next one). Loading
