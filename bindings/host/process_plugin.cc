@@ -192,7 +192,7 @@ std::shared_ptr<WorkerLink> ProcessPlugin::StartWorker(Loaded* loaded, std::stri
   int log_worker_end = -1;  // the worker's end of its log socket, ours until init lends it
   try {
     engine = EngineArena();
-    link->arena = SharedMapping::Create("ge-worker-arena", kWorkerArenaBytes);
+    link->arena = SharedMapping::CreateFitting("ge-worker-arena", kWorkerArenaBytes);
     link->page_mapping = SharedMapping::Create("ge-worker-call", page::kPageBytes);
     link->page = new (link->page_mapping->base()) page::Page();
     link->started = launcher_->Start(&link->fd);

@@ -5,12 +5,14 @@
 
 #include <boost/interprocess/managed_external_buffer.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
 #include <stdexcept>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,6 +42,48 @@ std::shared_ptr<SharedMapping> SharedMapping::Create(const std::string& name, st
     throw e;
   }
   return Map(fd);
+}
+
+std::size_t ArenaCapacity(std::size_t wanted) {
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return wanted;
+  // A worker maps two arenas (the engine's and its own) beside its Python:
+  // each takes at most an eighth of the limit.
+  const std::size_t budget = static_cast<std::size_t>(as.rlim_cur / 8);
+  std::size_t cap = kMinArenaBytes;
+  while (cap * 2 <= budget && cap * 2 <= wanted) cap *= 2;
+  return std::min(cap, wanted);
+}
+
+std::shared_ptr<SharedMapping> SharedMapping::CreateFitting(const std::string& name, std::size_t wanted) {
+  const int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC);
+  if (fd < 0) throw SysError("memfd_create(" + name + ")");
+  for (std::size_t capacity = ArenaCapacity(wanted);; capacity /= 2) {
+    std::string failed;
+    int err = 0;
+    if (::ftruncate(fd, static_cast<off_t>(capacity)) != 0) {
+      err = errno;
+      failed = "ftruncate of the shared arena to " + std::to_string(capacity) + " bytes";
+    } else {
+      void* p = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+      if (p != MAP_FAILED) return std::shared_ptr<SharedMapping>(new SharedMapping(fd, static_cast<uint8_t*>(p), capacity));
+      err = errno;
+      failed = "mmap of a shared arena of " + std::to_string(capacity) + " bytes";
+    }
+    // Address space is what runs out (ENOMEM from mmap): a smaller arena
+    // still works, tensors that do not fit go through the heap.
+    if (err == ENOMEM && capacity / 2 >= kMinArenaBytes) continue;
+    ::close(fd);
+    std::string limit;
+    struct rlimit as {};
+    if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+      limit = " (the address-space limit, ulimit -v / RLIMIT_AS, is " + std::to_string(as.rlim_cur) +
+              " bytes; a process plugin needs room for two shared arenas of at least " + std::to_string(kMinArenaBytes) +
+              " bytes beside its Python)";
+    }
+    throw std::runtime_error("cannot make the shared arena " + name + ": " + failed + " failed: " + std::strerror(err) +
+                             limit);
+  }
 }
 
 std::shared_ptr<SharedMapping> SharedMapping::Map(int fd) {
@@ -140,7 +184,7 @@ std::shared_ptr<SharedArena> EngineArena() {
   static std::once_flag once;
   static std::shared_ptr<SharedArena> arena;
   std::call_once(once, [] {
-    arena = std::make_shared<SharedArena>(SharedMapping::Create("ge-engine-arena", kEngineArenaBytes));
+    arena = std::make_shared<SharedArena>(SharedMapping::CreateFitting("ge-engine-arena", kEngineArenaBytes));
     InstallArenaAsTensorSource(arena);
   });
   return arena;

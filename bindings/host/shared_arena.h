@@ -27,6 +27,11 @@ class SharedMapping {
   // A new memfd named `name` of `capacity` bytes, mapped. Throws
   // std::runtime_error naming the failed call (memfd_create, ftruncate, mmap).
   static std::shared_ptr<SharedMapping> Create(const std::string& name, std::size_t capacity);
+  // The same for an arena of up to `wanted` bytes: ArenaCapacity(wanted),
+  // halved while mmap runs out of address space (ENOMEM), down to
+  // kMinArenaBytes. Throws std::runtime_error naming the call and, when one
+  // is set, the address-space limit.
+  static std::shared_ptr<SharedMapping> CreateFitting(const std::string& name, std::size_t wanted);
   // Maps `fd` (taking ownership of it) at its whole size. Throws
   // std::runtime_error naming the failed call.
   static std::shared_ptr<SharedMapping> Map(int fd);
@@ -74,6 +79,13 @@ class SharedArena : public std::enable_shared_from_this<SharedArena> {
 // does not fit is allocated on the heap and copied once when it crosses).
 inline constexpr std::size_t kEngineArenaBytes = std::size_t{1} << 32;
 inline constexpr std::size_t kWorkerArenaBytes = std::size_t{1} << 32;
+// The smallest arena made: below it every tensor would take the heap path.
+inline constexpr std::size_t kMinArenaBytes = std::size_t{1} << 24;
+// The capacity an arena of up to `wanted` bytes gets: `wanted`, or under an
+// address-space limit (RLIMIT_AS, `ulimit -v`, as batch schedulers set) the
+// largest power of two up to an eighth of it (a worker maps two arenas beside
+// its Python), at least kMinArenaBytes. Thread-safe.
+std::size_t ArenaCapacity(std::size_t wanted);
 
 // The engine's arena, created on first call and installed as Tensor's buffer
 // source (ge::SetTensorBufferSource) for the rest of the process: every

@@ -11,6 +11,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -104,6 +106,70 @@ pid_t PidOf(const Call& c) {
 }
 
 }  // namespace
+
+namespace {
+
+// In a forked child under RLIMIT_AS = (its address space now + `headroom`):
+// the capacity CreateFitting got, or its error text.
+std::string ArenaUnderLimit(std::size_t headroom) {
+  int fds[2];
+  BOOST_REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  BOOST_REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::size_t pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    const rlim_t now = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE));
+    struct rlimit lim {};
+    ::getrlimit(RLIMIT_AS, &lim);
+    lim.rlim_cur = now + headroom;
+    std::string out;
+    if (::setrlimit(RLIMIT_AS, &lim) != 0) {
+      out = "setrlimit failed";
+    } else {
+      try {
+        out = "capacity " + std::to_string(ge::host::SharedMapping::CreateFitting("ge-test-arena", std::size_t{1} << 32)->size());
+      } catch (const std::exception& e) {
+        out = e.what();
+      }
+    }
+    (void)!::write(fds[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return got;
+}
+
+}  // namespace
+
+// Under an address-space limit (ulimit -v), an arena takes what fits (an
+// eighth of the limit at most, halved while mmap runs out), and when nothing
+// fits the error names the limit.
+BOOST_AUTO_TEST_CASE(a_shared_arena_fits_an_address_space_limit_or_names_it) {
+#if defined(__SANITIZE_ADDRESS__)
+  BOOST_TEST_MESSAGE("skipped: AddressSanitizer's shadow memory needs far more address space than any limit");
+  return;
+#endif
+  const std::string fits = ArenaUnderLimit(std::size_t{600} << 20);
+  BOOST_CHECK_MESSAGE(fits.rfind("capacity ", 0) == 0, fits);
+  if (fits.rfind("capacity ", 0) == 0) {
+    const std::size_t got = std::stoull(fits.substr(9));
+    BOOST_CHECK_GE(got, ge::host::kMinArenaBytes);
+    BOOST_CHECK_LE(got, std::size_t{512} << 20);
+    BOOST_CHECK_EQUAL(got & (got - 1), 0u);  // a power of two
+  }
+  const std::string none = ArenaUnderLimit(std::size_t{4} << 20);
+  BOOST_CHECK_MESSAGE(none.find("cannot make the shared arena ge-test-arena: mmap of a shared arena of 16777216 bytes "
+                                "failed: Cannot allocate memory (the address-space limit, ulimit -v / RLIMIT_AS, is ") == 0,
+                      none);
+}
 
 BOOST_AUTO_TEST_CASE(process_plugin_reports_like_the_same_plugin_in_a_sub_interpreter) {
   OpRegistry reg;

@@ -4,6 +4,7 @@ sub-interpreter, numpy in several process-isolated plugins beside a main one,
 a crashing or hanging worker failing its node with a named error, and the
 --isolation / --call-timeout flags.
 """
+import os
 import textwrap
 import time
 
@@ -203,3 +204,47 @@ def test_process_plugins_are_not_bounded_by_a_low_soft_descriptor_limit(ge_run_b
     assert p.returncode == 0, p.stderr
     assert "Too many open files" not in p.stderr
     assert np.load(tmp_path / "out" / f"n{count - 1}_0.npy").tolist() == [1.0, 2.0]
+
+
+@pytest.mark.skipif(os.environ.get("GE_SANITIZE") == "1",
+                    reason="AddressSanitizer's shadow memory needs far more address space than any limit")
+def test_process_plugins_load_under_an_address_space_limit(ge_run_bin, tmp_path):
+    # Each shared arena used to reserve 4 GiB: under `ulimit -v` 2 GB (as batch
+    # schedulers set) no worker started. Arenas take what fits (host-design.md,
+    # "Process isolation"), and tensors that do not fit go through the heap.
+    import json
+    import resource
+    import subprocess
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    for i in range(3):
+        (opp / f"twice_{i}.py").write_text(textwrap.dedent(f"""
+            from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+            from ge.runtime import Tensor, TensorDesc
+
+            @register_op(op_type="AsTwice{i}")
+            def proto(x: TensorDesc) -> TensorDesc:
+                return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+            @register_op_impl(op_type="AsTwice{i}")
+            class Impl:
+                def execute(self, x: Tensor) -> None:
+                    y = get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
+                    src, dst = x.data.cast("B").cast("f"), y.data.cast("B").cast("f")
+                    for k in range(len(dst)):
+                        dst[k] = 2 * src[k]
+            """))
+    nodes = [{"name": f"n{i}", "op_type": f"AsTwice{i}", "inputs": ["x" if i == 0 else f"n{i - 1}:0"]} for i in range(3)]
+    graph = tmp_path / "g.json"
+    # 4 MiB of float32: larger than nothing, smaller than any arena.
+    graph.write_text(json.dumps({"inputs": [f32("x", [1.0] * (1 << 20))], "nodes": nodes, "outputs": ["n2:0"]}))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 10 ** 9, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+    p = subprocess.run([str(ge_run_bin), str(graph), "--opp-path", str(opp), "--output-dir", str(tmp_path / "out"),
+                        "--isolation", "process"], capture_output=True, text=True, timeout=300, preexec_fn=limit,
+                       env={k: v for k, v in os.environ.items() if k != "ASCEND_CUSTOM_OPP_PATH"})
+    assert p.returncode == 0, p.stderr
+    out = np.load(tmp_path / "out" / "n2_0.npy")
+    assert out.shape == (1 << 20,) and (out == 8.0).all()
