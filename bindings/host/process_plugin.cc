@@ -419,6 +419,21 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
     page::Page& pg = *cur->page;
     Outgoing out = build(cur);
     std::vector<uint64_t> frees = cur->TakeFrees();
+    // A request on the socket is encoded before the worker is rung: one too
+    // large for a frame fails the call here (the worker never sees it).
+    std::vector<uint8_t> frame;
+    if (!out.in_page) {
+      if (!frees.empty()) out.json["frees"] = frees;
+      std::size_t bytes = 0;
+      std::optional<std::vector<uint8_t>> encoded = wire::Encode(out.json, &bytes);
+      if (!encoded) {
+        for (uint64_t f : frees) cur->QueueFree(f);
+        return Failure(method, op_type,
+                       "the request to its worker process is " + std::to_string(bytes) +
+                           " bytes, more than one message may hold (" + std::to_string(wire::kMaxFrameBytes) + ")");
+      }
+      frame = std::move(*encoded);
+    }
     const uint32_t seq = ++cur->seq;
     // The engine's level in effect, applied by the worker before the call
     // (an embedding engine may have changed it since the worker started):
@@ -435,12 +450,11 @@ Status ProcessPlugin::Call(const char* method, const std::string& op_type,
       pg.request_kind = page::Kind::kExecute;
       page::Ring(pg.request_seq, pg.worker_waiting, seq);
     } else {
-      if (!frees.empty()) out.json["frees"] = std::move(frees);
       // Rung before the frame is written: the worker reads it as it comes (a
       // frame larger than the socket's buffer would otherwise block both).
       pg.request_kind = page::Kind::kSocket;
       page::Ring(pg.request_seq, pg.worker_waiting, seq);
-      sent = wire::Send(cur->fd, out.json);
+      sent = wire::SendFrame(cur->fd, frame);
     }
     const auto deadline = DeadlineAfter(cfg_.call_timeout_s);
     const auto rung = Clock::now();

@@ -491,10 +491,33 @@ int RunWorker(int channel_fd, const std::vector<std::string>& args) {
       in_page = false;
       reply = Json{{"rc", GRAPH_FAILED}, {"status", wire::StatusToJson(Status::Error(std::string("worker: ") + e.what()))}};
     }
+    // Encoded before the engine is rung: a reply too large for a frame (an
+    // output on the heap, the arena too small or full, bigger than a message
+    // may be) becomes an error naming the sizes, and its arena outputs are
+    // not held for an engine that will never free them.
+    std::vector<uint8_t> frame;
+    if (!in_page) {
+      std::size_t bytes = 0;
+      std::optional<std::vector<uint8_t>> encoded = wire::Encode(reply, &bytes);
+      if (!encoded) {
+        if (reply.contains("outputs") && reply["outputs"].is_array()) {
+          for (const auto& o : reply["outputs"]) {
+            if (o.is_object() && o.contains("off")) w.held.erase(o["off"].get<uint64_t>());
+          }
+        }
+        reply = Json{{"rc", GRAPH_FAILED},
+                     {"status", wire::StatusToJson(Status::Error(
+                                    "worker: its reply is " + std::to_string(bytes) + " bytes, more than one message may hold (" +
+                                    std::to_string(wire::kMaxFrameBytes) + "): outputs that do not fit the worker's shared arena (" +
+                                    std::to_string(w.own_arena->mapping()->size()) + " bytes) travel inside it"))}};
+        encoded = wire::Encode(reply, &bytes);
+      }
+      if (encoded) frame = std::move(*encoded);
+    }
     // Rung before a frame is written, as the engine does with its requests.
     pg.reply_kind = in_page ? page::Kind::kExecute : page::Kind::kSocket;
     page::Ring(pg.reply_seq, pg.engine_waiting, seq);
-    if (!in_page && !wire::Send(w.fd, reply)) channel_lost();
+    if (!in_page && !wire::SendFrame(w.fd, frame)) channel_lost();
   }
   // The engine is gone or done: end without running the plugin's atexit
   // handlers or finalizing the interpreter (a plugin's thread cannot hang

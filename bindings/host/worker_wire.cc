@@ -14,11 +14,9 @@ namespace ge::host::wire {
 namespace {
 
 constexpr std::size_t kMaxFds = 4;
-// The largest frame either side accepts: a frame carries descriptions,
-// attributes and a task plan's kernel binaries, never tensor bytes (those stay
-// in the shared arenas), so 256 MiB is far above any real message, and a
-// length header past it (garbage on the channel) is refused at once.
-constexpr uint32_t kMaxFrame = 256U << 20;
+// The largest frame either side accepts (worker_wire.h, kMaxFrameBytes).
+constexpr uint32_t kMaxFrame = static_cast<uint32_t>(kMaxFrameBytes);
+static_assert(kMaxFrameBytes <= UINT32_MAX, "the length header is 32 bits");
 // A body is read in pieces of at most this many bytes, the buffer growing
 // only as bytes arrive: a length header that lies costs no memory up front.
 constexpr std::size_t kReadPiece = 1U << 20;
@@ -113,15 +111,29 @@ std::vector<int64_t> DimsOf(const Shape& s) { return s.Dims(); }
 
 }  // namespace
 
-bool Send(int fd, const Json& message, const std::vector<int>& fds) {
-  if (fds.size() > kMaxFds) return false;
-  std::vector<uint8_t> body = Json::to_msgpack(message);
-  if (body.size() > kMaxFrame) return false;
-  std::vector<uint8_t> frame(sizeof(uint32_t) + body.size());
-  const uint32_t n = static_cast<uint32_t>(body.size());
+std::optional<std::vector<uint8_t>> Encode(const Json& message, std::size_t* body_bytes) {
+  std::vector<uint8_t> frame(sizeof(uint32_t));
+  Json::to_msgpack(message, nlohmann::detail::output_adapter<uint8_t>(frame));
+  const std::size_t body = frame.size() - sizeof(uint32_t);
+  if (body_bytes != nullptr) *body_bytes = body;
+  if (body > kMaxFrame) return std::nullopt;
+  const uint32_t n = static_cast<uint32_t>(body);
   std::memcpy(frame.data(), &n, sizeof(n));
-  std::memcpy(frame.data() + sizeof(n), body.data(), body.size());
+  return frame;
+}
+
+bool SendFrame(int fd, const std::vector<uint8_t>& frame, const std::vector<int>& fds) {
+  if (fds.size() > kMaxFds) return false;
   return WriteAll(fd, frame.data(), frame.size(), fds);
+}
+
+bool Send(int fd, const Json& message, const std::vector<int>& fds) {
+  std::optional<std::vector<uint8_t>> frame = Encode(message);
+  if (!frame) {
+    errno = EMSGSIZE;
+    return false;
+  }
+  return SendFrame(fd, *frame, fds);
 }
 
 Received Receive(int fd, Clock::time_point deadline, Json& message, std::vector<int>* fds, std::string* why,

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,8 +31,22 @@ namespace ge::host::wire {
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// Sends `message` as one frame (and `fds`, at most 4, with it). Returns false
+// The largest MessagePack body of a frame either side sends or accepts. A
+// frame carries descriptions, attributes, a task plan's kernel binaries and,
+// when a tensor is in neither shared arena (an arena too small or full), that
+// tensor's bytes; the length header is 32 bits, and a header past this limit
+// (garbage on the channel) is refused at once.
+inline constexpr std::size_t kMaxFrameBytes = std::size_t{256} << 20;
+
+// `message` as one frame (length header, then its MessagePack body), or
+// nullopt when the body would be larger than kMaxFrameBytes; `*body_bytes`
+// (when given) is the body's size either way. Throws only std::bad_alloc.
+std::optional<std::vector<uint8_t>> Encode(const Json& message, std::size_t* body_bytes = nullptr);
+// Writes an encoded frame (and `fds`, at most 4, with it). Returns false
 // (errno kept) when the peer is gone or the write fails. Never raises SIGPIPE.
+bool SendFrame(int fd, const std::vector<uint8_t>& frame, const std::vector<int>& fds = {});
+// Encode then SendFrame; a message too large for a frame is not sent (false,
+// errno EMSGSIZE): a caller that can answer otherwise encodes first.
 bool Send(int fd, const Json& message, const std::vector<int>& fds = {});
 
 enum class Received { kOk, kClosed, kTimeout, kError };

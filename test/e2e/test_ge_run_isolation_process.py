@@ -248,3 +248,83 @@ def test_process_plugins_load_under_an_address_space_limit(ge_run_bin, tmp_path)
     assert p.returncode == 0, p.stderr
     out = np.load(tmp_path / "out" / "n2_0.npy")
     assert out.shape == (1 << 20,) and (out == 8.0).all()
+
+
+@pytest.mark.skipif(os.environ.get("GE_SANITIZE") == "1",
+                    reason="AddressSanitizer's shadow memory needs far more address space than any limit")
+def test_an_output_too_big_for_the_arena_and_one_message_fails_its_node_by_name(ge_run_bin, tmp_path):
+    # Under `ulimit -v` 2.5 GB each arena is 256 MiB; a 300 MiB output does not
+    # fit the worker's, so it would travel inside the reply, whose length is
+    # at most 256 MiB: the node fails naming the sizes, the worker lives on.
+    import json
+    import resource
+    import subprocess
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    (opp / "huge.py").write_text(textwrap.dedent("""
+        from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+        from ge.runtime import Tensor, TensorDesc
+
+        @register_op(op_type="HugeOut")
+        def proto(x: TensorDesc) -> TensorDesc:
+            return TensorDesc([300 << 18], x.data_type)
+
+        @register_op_impl(op_type="HugeOut")
+        class Impl:
+            def execute(self, x: Tensor) -> None:
+                get_execute_ctx().malloc_output_tensor(0, [300 << 18], x.format, x.data_type)
+        """))
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps({"inputs": [f32("x", [1.0])], "nodes": [{"name": "h", "op_type": "HugeOut", "inputs": ["x"]}],
+                                 "outputs": ["h:0"]}))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (2_500_000_000, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+    p = subprocess.run([str(ge_run_bin), str(graph), "--opp-path", str(opp), "--output-dir", str(tmp_path / "out"),
+                        "--isolation", "process"], capture_output=True, text=True, timeout=300, preexec_fn=limit,
+                       env={k: v for k, v in os.environ.items() if k != "ASCEND_CUSTOM_OPP_PATH"})
+    assert p.returncode != 0
+    assert "node 'h'" in p.stderr and "more than one message may hold (268435456)" in p.stderr, p.stderr
+    assert "outputs that do not fit the worker's shared arena (268435456 bytes) travel inside it" in p.stderr, p.stderr
+    assert "its worker process" not in p.stderr, p.stderr  # answered, not lost
+
+
+@pytest.mark.skipif(os.environ.get("GE_SANITIZE") == "1",
+                    reason="AddressSanitizer's shadow memory needs far more address space than any limit")
+def test_an_input_too_big_for_the_arena_and_one_message_fails_its_node_by_name(ge_run_bin, tmp_path):
+    # The engine's side: an input never travels inside a request; a 300 MiB
+    # graph input that the engine's 256 MiB arena cannot hold fails its node
+    # by name before the worker is asked anything.
+    import json
+    import resource
+    import subprocess
+    opp = tmp_path / "opp"
+    opp.mkdir()
+    (opp / "ident.py").write_text(textwrap.dedent("""
+        from ge.custom_op import get_execute_ctx, register_op, register_op_impl
+        from ge.runtime import Tensor, TensorDesc
+
+        @register_op(op_type="BigIdent")
+        def proto(x: TensorDesc) -> TensorDesc:
+            return TensorDesc(x.shape.storage_shape.dims, x.data_type)
+
+        @register_op_impl(op_type="BigIdent")
+        class Impl:
+            def execute(self, x: Tensor) -> None:
+                get_execute_ctx().malloc_output_tensor(0, x.shape, x.format, x.data_type)
+        """))
+    np.save(tmp_path / "x.npy", np.zeros(300 << 18, np.float32))
+    graph = tmp_path / "g.json"
+    graph.write_text(json.dumps({"inputs": [{"name": "x", "dtype": "float32", "shape": [300 << 18], "file": "x.npy"}],
+                                 "nodes": [{"name": "b", "op_type": "BigIdent", "inputs": ["x"]}], "outputs": ["b:0"]}))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (2_500_000_000, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+    p = subprocess.run([str(ge_run_bin), str(graph), "--opp-path", str(opp), "--output-dir", str(tmp_path / "out"),
+                        "--isolation", "process"], capture_output=True, text=True, timeout=300, preexec_fn=limit,
+                       env={k: v for k, v in os.environ.items() if k != "ASCEND_CUSTOM_OPP_PATH"})
+    assert p.returncode != 0
+    assert "node 'b'" in p.stderr, p.stderr
+    assert "the engine's shared arena has no room for input 0 (314572800 bytes)" in p.stderr, p.stderr
